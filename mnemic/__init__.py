@@ -1,0 +1,54 @@
+"""mnemic: long-term memory for AI agents, on Chroma, offline by default.
+
+    from mnemic import Memory
+    with Memory("./.mnemic") as memory:
+        memory.remember("We chose PostgreSQL for the user database.", user_id="alice")
+        for match in memory.recall("which database?", user_id="alice"):
+            print(match.score, match.record.text, match.explanation)
+
+Agent frameworks are optional: `mnemic.integrations.crewai` and `mnemic.integrations.langgraph`
+import them only when used.
+"""
+
+from .core.embeddings import (
+    CallableEmbedder,
+    ChromaEmbedder,
+    Embedder,
+    EmbeddingError,
+    HashEmbedder,
+    LiteLLMEmbedder,
+    MiniLM,
+    WeightsMismatchError,
+    WeightsNotFoundError,
+)
+from .core.history import HistoryEntry
+from .core.lock import StoreLockedError
+from .core.memory import Memory
+from .core.ranking import RecallWeights
+from .core.records import MemoryMatch, MemoryRecord, ScoreBreakdown
+from .core.store import EmbedderMismatchError
+from .core.views import MemoryView
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CallableEmbedder",
+    "ChromaEmbedder",
+    "Embedder",
+    "EmbedderMismatchError",
+    "EmbeddingError",
+    "HashEmbedder",
+    "HistoryEntry",
+    "LiteLLMEmbedder",
+    "Memory",
+    "MemoryMatch",
+    "MemoryRecord",
+    "MemoryView",
+    "MiniLM",
+    "RecallWeights",
+    "ScoreBreakdown",
+    "StoreLockedError",
+    "WeightsMismatchError",
+    "WeightsNotFoundError",
+    "__version__",
+]

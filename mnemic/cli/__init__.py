@@ -1,0 +1,1 @@
+"""Reserved for a later part of mnemic; see the issues."""

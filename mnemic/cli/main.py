@@ -1,0 +1,29 @@
+"""The `mnemic` command. Command groups live in their own modules and are attached here."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+import click
+
+from .models import models
+
+
+def _version() -> str:
+    try:
+        return metadata.version("mnemic")
+    except metadata.PackageNotFoundError:  # running from a source checkout
+        return "unknown"
+
+
+@click.group()
+@click.version_option(version=_version(), prog_name="mnemic")
+def cli() -> None:
+    """mnemic: long-term memory for AI agents on Chroma."""
+
+
+cli.add_command(models)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    cli()

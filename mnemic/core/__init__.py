@@ -1,0 +1,1 @@
+"""mnemic's framework-free core: records, the Chroma store, embeddings, recall and the audit trail."""

@@ -1,0 +1,192 @@
+"""Keyword relevance with SQLite FTS5 and bm25(): the lexical half of hybrid recall.
+
+Chroma has no local BM25, so this index lives beside it. It is a cache, never the truth: every
+hit is re-read from Chroma and filtered there (owner, state, expiry, scope) before it is served,
+so a stale entry can cost a candidate but can never serve a wrong record. After a crash the
+index is repaired from Chroma (see `LexicalIndex.sync`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+# Function words that carry no topic: leaving them in an OR query makes every record a hit.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves also ever did does got get gets
+    s t d ll m re ve y""".split()
+)
+
+
+def owner_token(user_id: str) -> str:
+    """An opaque token for a user, so FTS5 can intersect a user's postings with the query's."""
+    return "u" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a query worth matching, lower-cased, without stopwords, in order, unique."""
+    seen: dict[str, None] = {}
+    for word in _TOKEN.findall(text.casefold()):
+        if word not in STOPWORDS and len(word) > 1 or word.isdigit():
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    record_id: str
+    bm25: float  # higher is better (FTS5's rank negated)
+
+
+class LexicalIndex:
+    """An FTS5 table of record texts keyed by record id, one row per record, owner-tagged."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        target = ":memory:" if path is None else str(path)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(
+            """
+            CREATE VIRTUAL TABLE IF NOT EXISTS lexical USING fts5(
+                body, owner, record_id UNINDEXED,
+                tokenize = 'porter unicode61 remove_diacritics 2'
+            );
+            CREATE TABLE IF NOT EXISTS indexed (
+                record_id TEXT PRIMARY KEY,
+                fts_rowid INTEGER NOT NULL,
+                collection TEXT NOT NULL,
+                version INTEGER NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS indexed_by_collection ON indexed(collection);
+            CREATE TABLE IF NOT EXISTS sync_state (collection TEXT PRIMARY KEY, watermark REAL NOT NULL);
+            """
+        )
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def upsert(self, rows: Iterable[tuple[str, str, str, str, int]]) -> None:
+        """Rows of (record_id, collection, user_id, text, version)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                for record_id, collection, user_id, text, version in rows:
+                    self._delete_one(record_id)
+                    cursor = self._db.execute(
+                        "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)",
+                        (text, owner_token(user_id), record_id),
+                    )
+                    self._db.execute(
+                        "INSERT INTO indexed(record_id, fts_rowid, collection, version) VALUES (?, ?, ?, ?)",
+                        (record_id, cursor.lastrowid, collection, version),
+                    )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def delete(self, record_ids: Iterable[str]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                for record_id in record_ids:
+                    self._delete_one(record_id)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def _delete_one(self, record_id: str) -> None:
+        row = self._db.execute("SELECT fts_rowid FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
+        if row is not None:
+            self._db.execute("DELETE FROM lexical WHERE rowid = ?", (row[0],))
+            self._db.execute("DELETE FROM indexed WHERE record_id = ?", (record_id,))
+
+    def drop_collection(self, collection: str) -> None:
+        with self._lock:
+            ids = [r[0] for r in self._db.execute(
+                "SELECT record_id FROM indexed WHERE collection = ?", (collection,))]
+            self.delete(ids)
+            self._db.execute("DELETE FROM sync_state WHERE collection = ?", (collection,))
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def search(self, query: str, *, user_id: str, limit: int) -> list[LexicalHit]:
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        # Every term is quoted, so nothing in a query can act as FTS5 syntax.
+        match = "owner : " + owner_token(user_id) + " AND body : (" + " OR ".join(
+            '"' + t.replace('"', '""') + '"' for t in terms
+        ) + ")"
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    "SELECT record_id, bm25(lexical, 1.0, 0.0, 0.0) AS score FROM lexical "
+                    "WHERE lexical MATCH ? ORDER BY score LIMIT ?",
+                    (match, limit),
+                ).fetchall()
+            except sqlite3.OperationalError:
+                return []
+        return [LexicalHit(record_id=r[0], bm25=-float(r[1])) for r in rows]
+
+    def collection_of(self, record_id: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT collection FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def versions(self, collection: str) -> dict[str, int]:
+        with self._lock:
+            return dict(self._db.execute(
+                "SELECT record_id, version FROM indexed WHERE collection = ?", (collection,)).fetchall())
+
+    def watermark(self, collection: str) -> float | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT watermark FROM sync_state WHERE collection = ?", (collection,)).fetchone()
+        return None if row is None else float(row[0])
+
+    def set_watermark(self, collection: str, value: float) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO sync_state(collection, watermark) VALUES (?, ?) "
+                "ON CONFLICT(collection) DO UPDATE SET watermark = excluded.watermark",
+                (collection, value),
+            )
+
+    def collections(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT collection FROM indexed")]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def matched_terms(query: str, text: str) -> list[str]:
+    """Query words that appear in the text (by a shared stem-ish prefix), for explanations."""
+    words = {w for w in _TOKEN.findall(text.casefold())}
+    found = []
+    for term in query_terms(query):
+        stem = term[: max(4, len(term) - 3)] if len(term) > 5 else term
+        if any(w.startswith(stem) for w in words):
+            found.append(term)
+    return found
+
+
+def unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,347 @@
+"""Everything mnemic says to Chroma goes through this module.
+
+Layout of a namespace `ns` in one Chroma database:
+
+- `mnemic-<ns>-m-<owner>`: one collection per user holding that user's records (cosine space).
+  A query can only ever reach the collection of the user it was made for, so isolation does not
+  hang on a metadata filter, and a filtered HNSW search never walks other users' vectors (Chroma's
+  filtered search cost grows with the whole collection: see bench/bench_chroma_layout.py).
+- `mnemic-<ns>-history`: the audit trail, one entry per mutation.
+- `mnemic-<ns>-meta`: namespace settings (the embedder the namespace was built with, policies).
+
+The two bookkeeping collections hold no meaningful vectors: a constant 1-d embedding.
+Collections are always created and fetched with `embedding_function=None`, so Chroma never tries
+to download its default model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_PLACEHOLDER_VECTOR = [1.0]
+_NAME_SAFE = re.compile(r"[^a-zA-Z0-9_-]+")
+MEMORY_COLLECTION_INFIX = "-m-"
+
+
+class EmbedderMismatchError(ValueError):
+    """A namespace was built with one embedder and opened with another."""
+
+
+def make_persistent_client(path: Path) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+def namespace_slug(namespace: str) -> str:
+    """A collection-name-safe form of a namespace, unique even when the raw name is not safe."""
+    safe = _NAME_SAFE.sub("_", namespace)[:40].strip("_-") or "ns"
+    if safe != namespace:
+        safe += "_" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:8]
+    return safe
+
+
+def owner_key(user_id: str) -> str:
+    return hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    id: str
+    document: str
+    metadata: dict[str, Any]
+    embedding: np.ndarray | None = None
+    distance: float | None = None
+
+
+def _rows(result: Mapping[str, Any], *, query: bool = False) -> list[StoredRow]:
+    def first(key: str) -> Any:
+        value = result.get(key)
+        if value is None:
+            return None
+        return value[0] if query else value
+
+    ids = first("ids") or []
+    documents = first("documents")
+    metadatas = first("metadatas")
+    embeddings = first("embeddings")
+    distances = first("distances")
+    rows = []
+    for i, record_id in enumerate(ids):
+        rows.append(
+            StoredRow(
+                id=record_id,
+                document=(documents[i] if documents is not None else "") or "",
+                metadata=dict(metadatas[i] or {}) if metadatas is not None else {},
+                embedding=np.asarray(embeddings[i], dtype=np.float32) if embeddings is not None else None,
+                distance=float(distances[i]) if distances is not None else None,
+            )
+        )
+    return rows
+
+
+class ChromaStore:
+    """Per-user record collections plus the namespace's history and settings collections."""
+
+    def __init__(self, client: Any, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.slug = namespace_slug(namespace)
+        self.prefix = f"mnemic-{self.slug}"
+        self._collections: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self.history = self._bookkeeping("history")
+        self.meta = self._bookkeeping("meta")
+
+    # -- collections ----------------------------------------------------------------------------
+
+    def _bookkeeping(self, suffix: str) -> Any:
+        return self.client.get_or_create_collection(
+            f"{self.prefix}-{suffix}", embedding_function=None, metadata={"mnemic": suffix}
+        )
+
+    def collection_name(self, user_id: str) -> str:
+        return f"{self.prefix}{MEMORY_COLLECTION_INFIX}{owner_key(user_id)}"
+
+    def user_collection(self, user_id: str, *, create: bool) -> Any | None:
+        name = self.collection_name(user_id)
+        with self._lock:
+            cached = self._collections.get(name)
+            if cached is not None:
+                return cached
+            if create:
+                collection = self.client.get_or_create_collection(
+                    name,
+                    embedding_function=None,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"mnemic": "memory", "user_id": user_id, "namespace": self.namespace},
+                )
+            else:
+                try:
+                    collection = self.client.get_collection(name, embedding_function=None)
+                except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
+                    return None
+            self._collections[name] = collection
+            return collection
+
+    def users(self) -> list[str]:
+        """Every user with a collection in this namespace, from the collections' own metadata."""
+        prefix = self.prefix + MEMORY_COLLECTION_INFIX
+        found = []
+        for collection in self.client.list_collections():
+            name = collection if isinstance(collection, str) else collection.name
+            if not name.startswith(prefix):
+                continue
+            handle = collection if not isinstance(collection, str) else self.client.get_collection(
+                name, embedding_function=None)
+            user_id = (handle.metadata or {}).get("user_id")
+            if isinstance(user_id, str):
+                found.append(user_id)
+        return sorted(found)
+
+    def drop_user(self, user_id: str) -> None:
+        name = self.collection_name(user_id)
+        with self._lock:
+            self._collections.pop(name, None)
+            try:
+                self.client.delete_collection(name)
+            except Exception:  # already gone: erasure is idempotent
+                return
+
+    def drop_namespace(self) -> None:
+        for user_id in self.users():
+            self.drop_user(user_id)
+        for suffix in ("history", "meta"):
+            try:
+                self.client.delete_collection(f"{self.prefix}-{suffix}")
+            except Exception:
+                pass
+        self.history = self._bookkeeping("history")
+        self.meta = self._bookkeeping("meta")
+
+    # -- records --------------------------------------------------------------------------------
+
+    def add(self, user_id: str, rows: Sequence[StoredRow]) -> None:
+        if not rows:
+            return
+        collection = self.user_collection(user_id, create=True)
+        assert collection is not None
+        for start in range(0, len(rows), self._batch_size()):
+            chunk = rows[start:start + self._batch_size()]
+            collection.upsert(
+                ids=[r.id for r in chunk],
+                documents=[r.document for r in chunk],
+                metadatas=[r.metadata for r in chunk],
+                embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
+            )
+
+    def replace_metadata(self, user_id: str, rows: Sequence[StoredRow]) -> None:
+        """Write records' documents and metadata (and embeddings when given) in place."""
+        if not rows:
+            return
+        collection = self.user_collection(user_id, create=True)
+        assert collection is not None
+        with_vectors = [r for r in rows if r.embedding is not None]
+        without = [r for r in rows if r.embedding is None]
+        if with_vectors:
+            collection.upsert(
+                ids=[r.id for r in with_vectors],
+                documents=[r.document for r in with_vectors],
+                metadatas=[r.metadata for r in with_vectors],
+                embeddings=np.stack([r.embedding for r in with_vectors if r.embedding is not None]),
+            )
+        if without:
+            # Same text, so no document is sent (Chroma would try to re-embed it). update merges
+            # metadata; keys that must disappear are passed as None by the caller.
+            collection.update(ids=[r.id for r in without], metadatas=[r.metadata for r in without])
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        collection = self.user_collection(user_id, create=False)
+        if collection is None or not ids:
+            return
+        collection.delete(ids=list(ids))
+
+    def get(
+        self,
+        user_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        embeddings: bool = False,
+    ) -> list[StoredRow]:
+        collection = self.user_collection(user_id, create=False)
+        if collection is None:
+            return []
+        include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
+        result = collection.get(
+            ids=list(ids) if ids is not None else None,
+            where=dict(where) if where else None,
+            limit=limit,
+            offset=offset,
+            include=include,
+        )
+        return _rows(result)
+
+    def iterate(self, user_id: str, *, where: Mapping[str, Any] | None = None,
+                page: int = 1000) -> Iterator[StoredRow]:
+        offset = 0
+        while True:
+            rows = self.get(user_id, where=where, limit=page, offset=offset)
+            yield from rows
+            if len(rows) < page:
+                return
+            offset += page
+
+    def query(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        *,
+        n_results: int,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[StoredRow]:
+        collection = self.user_collection(user_id, create=False)
+        if collection is None:
+            return []
+        total = collection.count()
+        if total == 0:
+            return []
+        result = collection.query(
+            query_embeddings=[vector],
+            n_results=min(n_results, total),
+            where=dict(where) if where else None,
+            include=["documents", "metadatas", "distances"],
+        )
+        return _rows(result, query=True)
+
+    def get_in(self, collection_name: str, record_id: str) -> StoredRow | None:
+        """A record from a named collection of this namespace (the lexical index knows which)."""
+        if not collection_name.startswith(self.prefix + MEMORY_COLLECTION_INFIX):
+            return None
+        with self._lock:
+            collection = self._collections.get(collection_name)
+        if collection is None:
+            try:
+                collection = self.client.get_collection(collection_name, embedding_function=None)
+            except Exception:
+                return None
+        rows = _rows(collection.get(ids=[record_id], include=["documents", "metadatas"]))
+        return rows[0] if rows else None
+
+    def count(self, user_id: str) -> int:
+        collection = self.user_collection(user_id, create=False)
+        return 0 if collection is None else int(collection.count())
+
+    def _batch_size(self) -> int:
+        try:
+            return max(1, min(int(self.client.get_max_batch_size()), 5000))
+        except Exception:
+            return 1000
+
+    # -- history and settings -------------------------------------------------------------------
+
+    def add_history(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        if not entries:
+            return
+        self.history.add(
+            ids=[e["entry_id"] for e in entries],
+            documents=[json.dumps(e, default=str) for e in entries],
+            metadatas=[
+                {"record_id": e["record_id"], "user_id": e["user_id"], "action": e["action"],
+                 "at": float(e["at_ts"]), "version": int(e["version"])}
+                for e in entries
+            ],
+            embeddings=[_PLACEHOLDER_VECTOR] * len(entries),
+        )
+
+    def history_for(self, record_id: str) -> list[dict[str, Any]]:
+        result = self.history.get(where={"record_id": record_id}, include=["documents"])
+        entries = [json.loads(doc) for doc in result.get("documents") or []]
+        return sorted(entries, key=lambda e: (e["at_ts"], e["version"]))
+
+    def history_ids_for_records(self, record_ids: Sequence[str]) -> list[str]:
+        found: list[str] = []
+        for start in range(0, len(record_ids), 500):
+            chunk = list(record_ids[start:start + 500])
+            where = {"record_id": chunk[0]} if len(chunk) == 1 else {"record_id": {"$in": chunk}}
+            found.extend(self.history.get(where=where, include=[]).get("ids") or [])
+        return found
+
+    def delete_history(self, entry_ids: Sequence[str]) -> None:
+        for start in range(0, len(entry_ids), 5000):
+            self.history.delete(ids=list(entry_ids[start:start + 5000]))
+
+    def get_setting(self, key: str) -> Any | None:
+        result = self.meta.get(ids=[key], include=["documents"])
+        documents = result.get("documents") or []
+        return json.loads(documents[0]) if documents else None
+
+    def put_setting(self, key: str, value: Any) -> None:
+        self.meta.upsert(ids=[key], documents=[json.dumps(value)], embeddings=[_PLACEHOLDER_VECTOR],
+                         metadatas=[{"key": key}])
+
+    def check_embedder(self, name: str, dimension: int) -> None:
+        """Remember the namespace's embedder on first use; refuse a different one afterwards."""
+        stored = self.get_setting("embedder")
+        if stored is None:
+            self.put_setting("embedder", {"name": name, "dimension": dimension})
+            return
+        if stored.get("name") != name or int(stored.get("dimension", -1)) != dimension:
+            raise EmbedderMismatchError(
+                f"namespace {self.namespace!r} was built with embedder {stored.get('name')!r} "
+                f"({stored.get('dimension')} dimensions) but was opened with {name!r} ({dimension} "
+                "dimensions). Vectors from different models cannot be compared. Open it with the "
+                f"original embedder, or use another namespace (Memory(..., namespace='...'))."
+            )

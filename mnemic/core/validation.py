@@ -1,0 +1,156 @@
+"""Checks on caller input. Each error names the argument, what was wrong and what would be right,
+and is raised before anything is written, so bad input never changes what is stored."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+MAX_TEXT_CHARS = 16_000
+MAX_USER_ID_CHARS = 256
+MAX_CATEGORY_CHARS = 64
+_META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_text(text: Any, *, name: str = "text", max_chars: int = MAX_TEXT_CHARS) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a string, got {type(text).__name__}")
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError(f"{name} is empty: give the statement to remember")
+    if len(stripped) > max_chars:
+        raise ValueError(
+            f"{name} is {len(stripped)} characters; the limit is {max_chars}. Store a shorter fact, "
+            "or put long documents in the knowledge store, which chunks them."
+        )
+    return stripped
+
+
+def check_user_id(user_id: Any) -> str:
+    if not isinstance(user_id, str):
+        raise TypeError(f"user_id must be a string, got {type(user_id).__name__}")
+    cleaned = user_id.strip()
+    if not cleaned:
+        raise ValueError("user_id is empty: every memory belongs to one user")
+    if len(cleaned) > MAX_USER_ID_CHARS:
+        raise ValueError(f"user_id is {len(cleaned)} characters; the limit is {MAX_USER_ID_CHARS}")
+    return cleaned
+
+
+def check_categories(categories: Any) -> list[str]:
+    if categories is None:
+        return []
+    if isinstance(categories, str):
+        categories = [categories]
+    if not isinstance(categories, Iterable):
+        raise TypeError(f"categories must be a list of strings, got {type(categories).__name__}")
+    cleaned: list[str] = []
+    for item in categories:
+        if not isinstance(item, str):
+            raise TypeError(f"categories must hold strings, got {type(item).__name__}")
+        value = item.strip()
+        if not value:
+            raise ValueError("categories holds an empty string")
+        if len(value) > MAX_CATEGORY_CHARS:
+            raise ValueError(f"category {value[:20]!r}… is longer than {MAX_CATEGORY_CHARS} characters")
+        if value not in cleaned:
+            cleaned.append(value)
+    return cleaned
+
+
+def check_importance(importance: Any, default: float = 0.5) -> float:
+    if importance is None:
+        return default
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)):
+        raise TypeError(f"importance must be a number between 0 and 1, got {type(importance).__name__}")
+    if not 0.0 <= float(importance) <= 1.0:
+        raise ValueError(f"importance must be between 0 and 1, got {importance}")
+    return float(importance)
+
+
+def check_choice(value: Any, *, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return str(value)
+
+
+def check_optional_str(value: Any, *, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def check_turn(turn: Any) -> int | None:
+    if turn is None:
+        return None
+    if isinstance(turn, bool) or not isinstance(turn, int):
+        raise TypeError(f"turn must be an integer, got {type(turn).__name__}")
+    return turn
+
+
+def check_metadata(metadata: Any) -> dict[str, str | int | float | bool]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
+    cleaned: dict[str, str | int | float | bool] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _META_KEY.match(key):
+            raise ValueError(
+                f"metadata key {key!r} is not allowed: use up to 64 letters, digits, _ . - starting with a letter"
+            )
+        if not isinstance(value, (str, int, float, bool)):
+            raise TypeError(
+                f"metadata[{key!r}] is {type(value).__name__}; values must be str, int, float or bool"
+            )
+        cleaned[key] = value
+    return cleaned
+
+
+def check_ttl(ttl_seconds: Any) -> float | None:
+    if ttl_seconds is None:
+        return None
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float)):
+        raise TypeError(f"ttl_seconds must be a number of seconds, got {type(ttl_seconds).__name__}")
+    if ttl_seconds < 0:
+        raise ValueError(f"ttl_seconds must be 0 (never expires) or positive, got {ttl_seconds}")
+    return float(ttl_seconds) or None
+
+
+def check_limit(limit: Any, *, name: str = "limit", maximum: int = 1000) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"{name} must be an integer, got {type(limit).__name__}")
+    if not 1 <= limit <= maximum:
+        raise ValueError(f"{name} must be between 1 and {maximum}, got {limit}")
+    return limit
+
+
+def check_older_than(value: Any) -> datetime | None:
+    """A datetime, or a timedelta/number of seconds meaning "older than this long ago"."""
+    if value is None:
+        return None
+    now = datetime.now(timezone.utc)
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, timedelta):
+        return now - value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return now - timedelta(seconds=float(value))
+    raise TypeError("older_than must be a datetime, a timedelta or a number of seconds")
+
+
+def check_ids(ids: Any) -> list[str]:
+    if isinstance(ids, str):
+        ids = [ids]
+    if not isinstance(ids, Iterable):
+        raise TypeError("ids must be a list of record ids")
+    cleaned = []
+    for item in ids:
+        if not isinstance(item, str) or not item:
+            raise TypeError(f"record ids are non-empty strings, got {item!r}")
+        cleaned.append(item)
+    return cleaned

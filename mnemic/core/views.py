@@ -1,0 +1,140 @@
+"""Views on a Memory confined to scope subtrees: `memory.scope("/project/alpha")` and
+`memory.slice([...])`.
+
+Paths given to a view are relative to its base and can never climb out of it; records outside
+the view do not exist for it (KeyError), and a read-only view refuses every write, including
+forget and reset, with PermissionError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .history import HistoryEntry
+from .records import MemoryMatch, MemoryRecord
+from .scopes import ROOT, is_within, join_scope, normalise_scope
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+
+class MemoryView:
+    def __init__(self, memory: Memory, paths: Sequence[str], *, read_only: bool) -> None:
+        self.memory = memory
+        self.paths = list(dict.fromkeys(normalise_scope(p) for p in paths))
+        self.read_only = read_only
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"MemoryView({self.paths}, {mode}, namespace={self.memory.namespace!r})"
+
+    # -- confinement --------------------------------------------------------------------------
+
+    def _deny_writes(self, action: str) -> None:
+        if self.read_only:
+            raise PermissionError(
+                f"this memory view of {', '.join(self.paths)} is read-only: {action} is not allowed. "
+                "Use memory.slice(paths, read_only=False) or the Memory itself to write."
+            )
+
+    def _inside(self, relative: str | None) -> list[str]:
+        if relative is None or normalise_scope(relative) == ROOT:
+            return list(self.paths)
+        return [join_scope(base, relative) for base in self.paths]
+
+    def _write_scope(self, relative: str | None) -> str:
+        return join_scope(self.paths[0], relative)
+
+    def _contains(self, record: MemoryRecord) -> bool:
+        return any(is_within(record.scope, base) for base in self.paths)
+
+    def _own(self, record_id: str) -> MemoryRecord:
+        record = self.memory.get(record_id)
+        if not self._contains(record):
+            raise KeyError(f"no memory with id {record_id!r} in {', '.join(self.paths)}")
+        return record
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def recall(self, query: str, *, user_id: str | None, scope: str | None = None, **options: Any
+               ) -> list[MemoryMatch]:
+        return self.memory.recall(query, user_id=user_id, scope=self._inside(scope), **options)
+
+    def list(self, *, scope: str | None = None, **options: Any) -> list[MemoryRecord]:
+        return self.memory.list(scope=self._inside(scope), **options)
+
+    def get(self, record_id: str) -> MemoryRecord:
+        return self._own(record_id)
+
+    def history(self, record_id: str) -> list[HistoryEntry]:
+        self._own(record_id)
+        return self.memory.history(record_id)
+
+    def tree(self, *, user_id: str | None = None) -> dict[str, Any]:
+        return {base: self.memory.tree(user_id=user_id, scope=base) for base in self.paths}
+
+    def info(self, scope: str | None = None, *, user_id: str | None = None) -> dict[str, Any]:
+        return {path: self.memory.info(path, user_id=user_id) for path in self._inside(scope)}
+
+    def list_scopes(self, parent: str | None = None, *, user_id: str | None = None) -> list[str]:
+        found: list[str] = []
+        for path in self._inside(parent):
+            found.extend(self.memory.list_scopes(path, user_id=user_id))
+        return sorted(set(found))
+
+    def list_categories(self, *, user_id: str | None = None) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for path in self.paths:
+            for name, count in self.memory.list_categories(user_id=user_id, scope=path).items():
+                totals[name] = totals.get(name, 0) + count
+        return dict(sorted(totals.items()))
+
+    def scope(self, path: str) -> MemoryView:
+        return MemoryView(self.memory, self._inside(path), read_only=self.read_only)
+
+    def drain_writes(self, timeout: float | None = None) -> None:
+        self.memory.drain_writes(timeout)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def remember(self, text: str, *, user_id: str | None, scope: str | None = None, **options: Any
+                 ) -> MemoryRecord | None:
+        self._deny_writes("remember")
+        return self.memory.remember(text, user_id=user_id, scope=self._write_scope(scope), **options)
+
+    def remember_many(self, texts: Iterable[str], *, scope: str | None = None, **options: Any) -> list[str]:
+        self._deny_writes("remember_many")
+        return self.memory.remember_many(texts, scope=self._write_scope(scope), **options)
+
+    def update(self, record_id: str, **changes: Any) -> MemoryRecord:
+        self._deny_writes("update")
+        self._own(record_id)
+        if changes.get("scope") is not None:
+            changes["scope"] = self._write_scope(changes["scope"])
+        return self.memory.update(record_id, **changes)
+
+    def invalidate(self, record_id: str, **options: Any) -> MemoryRecord:
+        self._deny_writes("invalidate")
+        self._own(record_id)
+        return self.memory.invalidate(record_id, **options)
+
+    def confirm(self, record_id: str, **options: Any) -> MemoryRecord:
+        self._deny_writes("confirm")
+        self._own(record_id)
+        return self.memory.confirm(record_id, **options)
+
+    def delete(self, record_id: str, **options: Any) -> None:
+        self._deny_writes("delete")
+        self._own(record_id)
+        self.memory.delete(record_id, **options)
+
+    def forget(self, *, scope: str | None = None, **criteria: Any) -> int:
+        self._deny_writes("forget")
+        return sum(self.memory.forget(scope=path, **criteria) for path in self._inside(scope))
+
+    def reset(self) -> None:
+        """Erase everything inside the view, for every user."""
+        self._deny_writes("reset")
+        for path in self.paths:
+            self.memory.forget(scope=path)
