@@ -69,6 +69,8 @@ def entry(
 def applied_entries(raw: list[dict[str, Any]], current_version: int | None) -> list[HistoryEntry]:
     """Entries whose mutation landed. `current_version` is None when the record no longer exists."""
     entries = [HistoryEntry.model_validate(item) for item in raw]
-    if current_version is None:
-        return entries
-    return [e for e in entries if e.version <= current_version]
+    if current_version is not None:
+        return [e for e in entries if e.version <= current_version]
+    # Gone: the trail is true up to its last removal. Without one the record never landed.
+    removals = [i for i, e in enumerate(entries) if e.action in ("delete", "forget")]
+    return entries[: removals[-1] + 1] if removals else []

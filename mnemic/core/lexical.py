@@ -40,7 +40,7 @@ def query_terms(text: str) -> list[str]:
     """The words of a query worth matching, lower-cased, without stopwords, in order, unique."""
     seen: dict[str, None] = {}
     for word in _TOKEN.findall(text.casefold()):
-        if word not in STOPWORDS and len(word) > 1 or word.isdigit():
+        if (word not in STOPWORDS and len(word) > 1) or word.isdigit():
             seen.setdefault(word, None)
     return list(seen)
 

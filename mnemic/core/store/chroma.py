@@ -16,6 +16,7 @@ to download its default model.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -162,10 +163,8 @@ class ChromaStore:
         for user_id in self.users():
             self.drop_user(user_id)
         for suffix in ("history", "meta"):
-            try:
+            with contextlib.suppress(Exception):  # absent already
                 self.client.delete_collection(f"{self.prefix}-{suffix}")
-            except Exception:
-                pass
         self.history = self._bookkeeping("history")
         self.meta = self._bookkeeping("meta")
 

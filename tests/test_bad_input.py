@@ -1,0 +1,95 @@
+"""Bad input gets a clear error naming the problem, and nothing stored changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mnemic import Memory
+
+
+def _snapshot(memory: Memory) -> list[tuple[str, str, str, int]]:
+    return sorted((r.id, r.text, r.state, r.version)
+                  for r in memory.list(include_invalid=True, include_expired=True, limit=100_000))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"text": ""}, ValueError, "empty"),
+        ({"text": "   \n"}, ValueError, "empty"),
+        ({"text": None}, TypeError, "text must be a string"),
+        ({"text": 12}, TypeError, "text must be a string"),
+        ({"text": "x" * 20_000}, ValueError, "limit"),
+        ({"scope": "/a/../b"}, ValueError, "relative"),
+        ({"scope": 3}, TypeError, "scope"),
+        ({"categories": [1]}, TypeError, "categories"),
+        ({"categories": [""]}, ValueError, "empty"),
+        ({"importance": "high"}, TypeError, "importance"),
+        ({"importance": 1.5}, ValueError, "between 0 and 1"),
+        ({"author": "martian"}, ValueError, "author must be one of"),
+        ({"source_kind": "rumour"}, ValueError, "source_kind must be one of"),
+        ({"kind": "thought"}, ValueError, "kind must be one of"),
+        ({"turn": "3"}, TypeError, "turn"),
+        ({"private": "yes"}, TypeError, "private"),
+        ({"metadata": {"nested": {"a": 1}}}, TypeError, "metadata"),
+        ({"metadata": {"$bad": 1}}, ValueError, "metadata key"),
+        ({"metadata": []}, TypeError, "metadata must be a dict"),
+        ({"ttl_seconds": -1}, ValueError, "ttl_seconds"),
+        ({"user_id": ""}, ValueError, "user_id"),
+    ],
+)
+def test_remember_rejects_bad_input_without_side_effects(
+        memory: Memory, kwargs: dict[str, Any], error: type[Exception], words: str) -> None:
+    memory.remember("existing fact", user_id="u")
+    before = _snapshot(memory)
+    call: dict[str, Any] = {"text": "a valid fact", "user_id": "u", **kwargs}
+    text = call.pop("text")
+    with pytest.raises(error, match=words):
+        memory.remember(text, **call)
+    with pytest.raises(error, match=words):
+        memory.remember_many([text], **call)
+    memory.drain_writes()
+    assert _snapshot(memory) == before
+
+
+def test_recall_rejects_bad_input(memory: Memory) -> None:
+    with pytest.raises(ValueError, match="query"):
+        memory.recall("", user_id="u")
+    with pytest.raises(ValueError, match="limit"):
+        memory.recall("x", user_id="u", limit=0)
+    with pytest.raises(TypeError, match="limit"):
+        memory.recall("x", user_id="u", limit="5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="kinds"):
+        memory.recall("x", user_id="u", kinds=["gossip"])
+    with pytest.raises(ValueError):
+        memory.recall("x", user_id="u", scope="/../../etc")
+
+
+def test_updates_with_bad_input_change_nothing(memory: Memory) -> None:
+    record = memory.remember("Pia sings.", user_id="u")
+    assert record is not None
+    before = _snapshot(memory)
+    with pytest.raises(ValueError, match="at least one field"):
+        memory.update(record.id)
+    with pytest.raises(ValueError, match="empty"):
+        memory.update(record.id, text="")
+    with pytest.raises(ValueError, match="reason"):
+        memory.invalidate(record.id, reason="")
+    with pytest.raises(TypeError):
+        memory.forget(ids=[3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="older_than"):
+        memory.forget(older_than="yesterday")
+    assert _snapshot(memory) == before
+
+
+def test_path_and_client_together_are_refused(tmp_path: Any) -> None:
+    with pytest.raises(ValueError, match="either path"):
+        Memory(tmp_path, client=object())
+
+
+def test_closed_memory_says_so(memory: Memory) -> None:
+    memory.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        memory.recall("x", user_id="u")

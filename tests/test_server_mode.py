@@ -1,0 +1,123 @@
+"""The same Memory API against a real Chroma server that the tests start (`chroma run`) and stop."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import mnemic.core.memory as memory_module
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
+
+pytestmark = pytest.mark.server
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    chroma = Path(sys.executable).parent / "chroma"
+    if not chroma.exists():
+        pytest.fail(f"the chroma CLI is missing at {chroma}: it ships with the chromadb package")
+    port = _free_port()
+    data = tmp_path_factory.mktemp("chroma-server")
+    log = open(data / "server.log", "w")  # noqa: SIM115 - closed in the fixture's teardown
+    proc = subprocess.Popen([str(chroma), "run", "--path", str(data / "db"), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                log.close()
+                pytest.fail("chroma server did not start:\n" + (data / "server.log").read_text()[-2000:])
+            time.sleep(0.2)
+    try:
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _client(port: int):  # type: ignore[no-untyped-def]
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.HttpClient(host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False))
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest) -> str:
+    return "srv-" + request.node.name[-40:].replace("[", "-").replace("]", "")
+
+
+def test_remember_recall_and_lifecycle_through_a_server(chroma_server: int, namespace: str) -> None:
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as memory:
+        assert memory.mode == "client"
+        kept = memory.remember("Server mode keeps the billing address in Porto.", user_id="alice")
+        gone = memory.remember("Alice owns a red kayak.", user_id="alice")
+        memory.remember("Bob's billing address is in Oslo.", user_id="bob")
+        assert kept is not None and gone is not None
+        memory.invalidate(gone.id, reason="sold")
+        found = memory.recall("billing address", user_id="alice")
+        assert [m.record.id for m in found] == [kept.id]
+        assert memory.recall("kayak", user_id="alice") == []
+        assert [h.action for h in memory.history(gone.id)] == ["add", "invalidate"]
+        assert memory.forget(user_id="bob") == 1
+        assert memory.recall("billing address", user_id="bob") == []
+
+
+def test_a_second_client_sees_the_first_clients_writes(
+        chroma_server: int, namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory_module, "SERVER_SYNC_INTERVAL_S", 0.0)
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as reader:
+        assert reader.recall("narwhal", user_id="u") == []
+        with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as writer:
+            record = writer.remember("The narwhal tusk is a tooth.", user_id="u")
+            assert record is not None
+        matches = reader.recall("narwhal", user_id="u")
+        assert [m.record.id for m in matches] == [record.id]
+        assert "narwhal" in matches[0].breakdown.matched_terms
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    import chromadb
+    from chromadb.config import Settings
+    from mnemic import Memory, HashEmbedder
+    client = chromadb.HttpClient(host="127.0.0.1", port=int(sys.argv[1]),
+                                 settings=Settings(anonymized_telemetry=False))
+    with Memory(client=client, namespace=sys.argv[2], embedder=HashEmbedder()) as memory:
+        memory.remember_many([f"writer {sys.argv[3]} fact {i}" for i in range(150)], user_id="shared-user")
+    """
+)
+
+
+def test_several_processes_can_write_through_one_server(chroma_server: int, namespace: str) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(chroma_server), namespace, str(n)])
+             for n in range(3)]
+    for proc in procs:
+        assert proc.wait(timeout=300) == 0
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as memory:
+        assert len(memory.list(user_id="shared-user", limit=10_000)) == 450
+        assert memory.recall("writer 2 fact 149", user_id="shared-user")[0].record.text == "writer 2 fact 149"
