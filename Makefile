@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mnemic-installed
-EXTRAS ?= dev,pdf
+EXTRAS ?= dev,pdf,crewai,langgraph
 
 .PHONY: demo test lint bench models clean
 

@@ -43,6 +43,13 @@ class CallableEmbedder:
         assert self._dimension is not None
         return self._dimension
 
+    @dimension.setter
+    def dimension(self, value: int) -> None:
+        # Settable so adapters satisfy the Embedder protocol's plain attribute; only a declaration.
+        if value < 1:
+            raise ValueError("dimension must be positive")
+        self._dimension = int(value)
+
     def _call(self, items: list[str]) -> Any:
         try:
             return self._fn(items)

@@ -55,10 +55,10 @@ class WeightsNotFoundError(EmbeddingError):
 class WeightsMismatchError(EmbeddingError):
     """A weights file exists but is not the official one."""
 
-    def __init__(self, path: Path, actual: str, expected: str = EXPECTED_SHA256) -> None:
+    def __init__(self, path: Path, actual: str, expected: str | None = None) -> None:
         self.path = path
         self.actual = actual
-        self.expected = expected
+        self.expected = expected = expected or EXPECTED_SHA256
         super().__init__(
             f"refusing {path}: sha256 is {actual}, expected {expected} "
             f"(the official {MODEL_ID} {WEIGHTS_FILE}); delete it and run `{FETCH_COMMAND}`"
