@@ -7,6 +7,7 @@ from importlib import metadata
 import click
 
 from .models import models
+from .operator import knowledge_group, memory_group, policy_group
 
 
 def _version() -> str:
@@ -23,6 +24,9 @@ def cli() -> None:
 
 
 cli.add_command(models)
+cli.add_command(memory_group)
+cli.add_command(policy_group)
+cli.add_command(knowledge_group)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,69 @@
+"""The operator CLI: per-user by default, honest errors, and the same store the API sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mnemic import Memory
+from mnemic.cli.main import cli
+from mnemic.core.embeddings import HashEmbedder
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("MNEMIC_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("MNEMIC_EMBEDDER", "hash")
+    runner = CliRunner()
+
+    def invoke(*args: str, ok: bool = True) -> str:
+        result = runner.invoke(cli, list(args), catch_exceptions=False)
+        assert (result.exit_code == 0) is ok, result.output
+        return result.output
+
+    return invoke
+
+
+def test_memory_commands_round_trip(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = run("memory", "remember", "--user", "alice", "Alice prefers bullet points.")
+    record_id = out.split()[0]
+    run("memory", "remember", "--user", "bob", "Bob likes chess.")
+    listed = run("memory", "list", "--user", "alice", "--json")
+    assert "Alice prefers bullet points." in listed and "Bob likes chess." not in listed
+    assert "bullet points" in run("memory", "recall", "--user", "alice", "bullet points")
+    assert "No relevant memories found." in run("memory", "recall", "--user", "bob", "bullet points")
+    run("memory", "invalidate", record_id, "--reason", "changed her mind")
+    assert "Alice prefers" not in run("memory", "list", "--user", "alice", "--json")
+    history = run("memory", "history", record_id)
+    assert "invalidate" in history and "changed her mind" in history
+    assert "erased 1" in run("memory", "forget", "--user", "bob", "--yes")
+    with Memory(tmp_path / "store", embedder=HashEmbedder()) as memory:
+        assert memory.list(user_id="bob") == []
+        assert memory.get(record_id).state == "invalid"
+
+
+def test_listing_needs_a_user_or_an_explicit_all_users(run) -> None:  # type: ignore[no-untyped-def]
+    assert "--all-users" in run("memory", "list", ok=False)
+    assert "--all-users" in run("memory", "forget", "--yes", ok=False)
+    run("memory", "list", "--all-users")
+
+
+def test_unknown_id_is_a_clear_error(run) -> None:  # type: ignore[no-untyped-def]
+    assert "no memory with id 'nope'" in run("memory", "delete", "nope", ok=False)
+
+
+def test_policy_and_knowledge(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert '"source": "default"' in run("policy", "get")
+    out = run("policy", "set", "--mode", "auto", "--knowledge", "on")
+    assert '"mode": "auto"' in out and '"knowledge": true' in out
+    assert '"source": "stored"' in run("policy", "get")
+    run("knowledge", "add", "--verbatim", "Refunds are processed within 5 business days.")
+    doc = tmp_path / "hours.md"
+    doc.write_text("# Opening hours\n\nThe shop opens at 9 and closes at 17 on weekdays.\n")
+    run("knowledge", "add-file", str(doc))
+    assert "Refunds" in run("knowledge", "search", "how long do refunds take")
+    assert "hours.md" in run("knowledge", "list", "--json")
+    assert "--yes" in run("knowledge", "clear", ok=False)
+    assert "removed" in run("knowledge", "clear", "--yes")
