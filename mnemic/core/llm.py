@@ -5,6 +5,8 @@ litellm is imported lazily: importing mnemic must stay fast and must work offlin
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 
@@ -24,3 +26,92 @@ def embed_texts(model: str, texts: list[str], **kwargs: Any) -> list[list[float]
     # Providers may answer out of order; `index` says which input each vector belongs to.
     items.sort(key=lambda pair: pair[0])
     return [vector for _, vector in items]
+
+
+class LLMOutputError(ValueError):
+    """The model answered, but not with the JSON object that was asked for."""
+
+
+_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+def complete_json(
+    llm: Any,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any],
+    *,
+    name: str = "mnemic_output",
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Ask `llm` for a JSON object that follows `schema` and return it parsed.
+
+    `llm` is a litellm model string (called with a strict JSON-schema `response_format`) or any
+    callable `(messages, schema) -> str | dict`. Raises LLMOutputError when the answer is not a
+    JSON object; whatever the model or provider raises passes through.
+    """
+    if isinstance(llm, str):
+        import litellm
+
+        response = litellm.completion(
+            model=llm,
+            messages=messages,
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": True},
+            },
+            **kwargs,
+        )
+        choice = response["choices"][0] if isinstance(response, dict) else response.choices[0]
+        message = choice["message"] if isinstance(choice, dict) else choice.message
+        # Only the answer is read: a reasoning model's `reasoning_content` is never looked at.
+        content = message.get("content") if isinstance(message, dict) else message.content
+    elif callable(llm):
+        content = llm(messages, schema)
+    else:
+        raise TypeError(
+            f"llm must be a litellm model string (e.g. 'gpt-4o-mini') or a callable "
+            f"(messages, schema) -> str | dict, got {type(llm).__name__}"
+        )
+    return parse_json_object(content)
+
+
+def parse_json_object(content: Any) -> dict[str, Any]:
+    """The JSON object in a model's answer, tolerating code fences and <think> blocks around it."""
+    if isinstance(content, dict):
+        return content
+    if not isinstance(content, str):
+        raise LLMOutputError(f"expected a JSON object as text, got {type(content).__name__}")
+    text = _THINK_BLOCK.sub("", content).strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise LLMOutputError(f"the answer is not JSON ({exc.msg} at position {exc.pos})") from None
+        try:
+            value = json.loads(text[start:end + 1])
+        except json.JSONDecodeError as inner:
+            raise LLMOutputError(f"the answer is not JSON ({inner.msg} at position {inner.pos})") from None
+    if not isinstance(value, dict):
+        raise LLMOutputError(f"the answer is JSON but not an object (got {type(value).__name__})")
+    return value
+
+
+def check_llm(llm: Any) -> Any:
+    """`llm` as given to Memory, checked: None, a litellm model string, or a callable."""
+    if llm is None:
+        return None
+    if isinstance(llm, str):
+        if not llm.strip():
+            raise ValueError("llm is empty: give a litellm model name such as 'gpt-4o-mini', or None for no LLM")
+        return llm.strip()
+    if callable(llm):
+        return llm
+    raise TypeError(
+        f"llm must be None, a litellm model string (e.g. 'gpt-4o-mini') or a callable "
+        f"(messages, schema) -> str | dict, got {type(llm).__name__}"
+    )

@@ -8,13 +8,17 @@ Every read re-checks ownership, state and expiry on records fetched from Chroma 
 
 from __future__ import annotations
 
+import builtins
+import hashlib
 import logging
 import shutil
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,10 +27,41 @@ import numpy as np
 
 from .codec import NEVER, from_metadata, to_metadata
 from .embeddings import Embedder, resolve_embedder
+from .extraction import (
+    ExtractedFact,
+    Message,
+    ask_structured,
+    deterministic_extract,
+    llm_extract,
+    normalise_messages,
+    topic_allowed,
+)
 from .history import HistoryEntry, applied_entries, entry
 from .lexical import LexicalIndex, matched_terms
+from .llm import check_llm
 from .lock import acquire_store_lock
+from .policy import (
+    POLICY_SETTING,
+    EffectivePolicy,
+    MemoryPolicy,
+    PolicyError,
+    build_policy,
+    coerce_policy,
+    dump_policy,
+    format_profile,
+    load_policy,
+)
 from .ranking import Candidate, RecallWeights, fuse
+from .reconcile import (
+    INSERT,
+    Decision,
+    Similar,
+    build_reconcile_messages,
+    decide,
+    parse_reconcile,
+    reconcile_schema,
+    thresholds_for,
+)
 from .records import (
     AUTHORS,
     KINDS,
@@ -37,7 +72,9 @@ from .records import (
     text_hash,
     utcnow,
 )
+from .safety import REDACTED, find_secrets, redact, sensitive_category
 from .scopes import ROOT, ancestors, is_within, normalise_scope
+from .stats import WriteStats
 from .store import ChromaStore, StoredRow, make_persistent_client, owner_key
 from .validation import (
     MAX_TEXT_CHARS,
@@ -59,6 +96,82 @@ log = logging.getLogger("mnemic")
 
 _UNSET: Any = object()
 SERVER_SYNC_INTERVAL_S = 2.0
+# Kinds that hold personal facts, to which the policy's sensitive-category exclusion applies
+# (lessons and knowledge are not about a person).
+PERSONAL_KINDS = frozenset({"fact", "note"})
+# The policy's sensitive-category exclusion covers what memory decides to keep: facts it extracts
+# (observe, memorize) and facts the model stores with its remember tool. A direct remember() by
+# application code or an operator is a deliberate act and stores the statement as written;
+# secrets are refused on every path.
+SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
+MAX_BUFFERED_SESSIONS = 512
+MAX_BUFFERED_TURNS = 200
+MAX_EXCLUDED_MESSAGES = 5000
+MAX_PROMPT_FACTS = 15
+BATCH_NEIGHBOURS = 12
+MAX_MEMORIZE_CHARS = 12_000
+
+
+@dataclass(frozen=True)
+class _Turn:
+    turn: int | None
+    scope: str
+    messages: list[Message]
+    metadata: dict[str, Any] | None = None
+
+
+def _message_key(message: Message) -> str:
+    return hashlib.sha256(f"{message.role}\x00{' '.join(message.content.split())}".encode()).hexdigest()[:24]
+
+
+class _SessionBuffer:
+    """One session's turns seen under `explicit` (so memorize() can commit them later) and the
+    messages of turns that opted out (so no later memorize() stores them). Process memory only."""
+
+    def __init__(self) -> None:
+        self.turns: deque[_Turn] = deque(maxlen=MAX_BUFFERED_TURNS)
+        self._excluded: dict[str, None] = {}
+
+    def add(self, turn: _Turn) -> None:
+        self.turns.append(turn)
+
+    def exclude(self, messages: list[Message]) -> None:
+        for message in messages:
+            self._excluded[_message_key(message)] = None
+        while len(self._excluded) > MAX_EXCLUDED_MESSAGES:
+            del self._excluded[next(iter(self._excluded))]
+
+    def excluded_message(self, message: Message) -> bool:
+        return _message_key(message) in self._excluded
+
+    def uncommitted(self) -> list[_Turn]:
+        found = []
+        for turn in self.turns:
+            kept = [m for m in turn.messages if not self.excluded_message(m)]
+            if kept:
+                found.append(_Turn(turn=turn.turn, scope=turn.scope, messages=kept, metadata=turn.metadata))
+        return found
+
+    def commit_all(self) -> None:
+        # memorize() runs on the writer thread, the only one that adds turns: everything buffered
+        # was handed to it, so all of it is committed.
+        self.turns.clear()
+
+
+def _group_turns(turns: list[_Turn]) -> list[list[_Turn]]:
+    """Consecutive turns of one scope, up to MAX_MEMORIZE_CHARS per group (one extraction each)."""
+    groups: list[list[_Turn]] = []
+    size = 0
+    for turn in turns:
+        length = sum(len(m.content) for m in turn.messages)
+        if groups and groups[-1][0].scope == turn.scope and groups[-1][0].metadata == turn.metadata \
+                and size + length <= MAX_MEMORIZE_CHARS:
+            groups[-1].append(turn)
+            size += length
+        else:
+            groups.append([turn])
+            size = length
+    return groups
 
 
 class Memory:
@@ -66,6 +179,11 @@ class Memory:
 
     `Memory("./.mnemic")` opens (or creates) an embedded store; `Memory(client=chromadb.HttpClient(...))`
     uses a Chroma server; `Memory()` is a private temporary store removed on `close()`.
+
+    `llm=` (a litellm model string, or any callable `(messages, schema) -> str | dict`) distils
+    turns into facts and reconciles them; without one, deterministic rules do both. Recall never
+    calls it. `policy=` (a MemoryPolicy, a dict of its fields, or a mode name) is stored as the
+    namespace's memory policy; without it the stored one applies (explicit when none was stored).
     """
 
     def __init__(
@@ -85,6 +203,9 @@ class Memory:
             raise ValueError("give either path (embedded Chroma) or client (e.g. chromadb.HttpClient), not both")
         if not isinstance(namespace, str) or not namespace.strip():
             raise ValueError("namespace must be a non-empty string, e.g. the agent's name")
+        # Checked before the store is opened, so bad arguments leave nothing locked.
+        checked_llm = check_llm(llm)
+        initial_policy = coerce_policy(policy) if policy is not None else None
         self.namespace = namespace.strip()
         self._temporary: Path | None = None
         self._lock_handle = None
@@ -106,8 +227,7 @@ class Memory:
             lexical_file = Path(lexical_path) if lexical_path is not None else None
             self.mode = "client"
         self.embedder: Embedder = resolve_embedder(embedder)
-        self.llm = llm
-        self.policy = policy
+        self.llm = checked_llm
         self.weights = weights or RecallWeights()
         self.max_text_chars = max_text_chars
         self.anonymous_user_id = f"anonymous:{uuid.uuid4().hex}"
@@ -117,10 +237,16 @@ class Memory:
         self._write_lock = threading.RLock()
         self._last_sync: dict[str, float] = {}
         self._closed = False
+        self.stats = WriteStats()
+        self._thresholds = thresholds_for(self.embedder.name)
+        # Turns seen under `explicit`, per (user, session), for memorize(); touched only by the writer.
+        self._sessions: OrderedDict[tuple[str, str], _SessionBuffer] = OrderedDict()
         from .writer import BackgroundWriter
 
         self._writer = BackgroundWriter()
         self.repair()
+        if initial_policy is not None:
+            self.set_policy(initial_policy)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -156,6 +282,53 @@ class Memory:
             return self.anonymous_user_id
         return check_user_id(user_id)
 
+    # -- policy -----------------------------------------------------------------------------------
+
+    @property
+    def policy(self) -> MemoryPolicy:
+        """The memory policy in force for this namespace (`effective_policy()` also says where from)."""
+        return self.effective_policy().policy
+
+    @policy.setter
+    def policy(self, value: MemoryPolicy | Mapping[str, Any] | str) -> None:
+        """`memory.policy = MemoryPolicy(...)` (or a dict, or a mode name) replaces the stored policy."""
+        self.set_policy(coerce_policy(value))
+
+    def effective_policy(self, *, user_id: str | None = None) -> EffectivePolicy:
+        """The policy in force and its source: `stored` for the namespace, or `default` (explicit)
+        when none was ever stored. Read from the store each time, so a change made by another
+        process applies here too. Policies are per namespace; `user_id` is accepted (and ignored)
+        so that adapters can pass the caller's context."""
+        self._check_open()
+        stored = load_policy(self._store.get_setting(POLICY_SETTING))
+        if stored is None:
+            return EffectivePolicy(policy=MemoryPolicy(), source="default")
+        return EffectivePolicy(policy=stored, source="stored")
+
+    def set_policy(self, policy: MemoryPolicy | Mapping[str, Any] | str | None = None, /,
+                   **changes: Any) -> EffectivePolicy:
+        """Store the namespace's memory policy; it applies at once and survives restarts.
+
+        `set_policy(mode="auto")` changes only the fields given, the others keep their value;
+        `set_policy(MemoryPolicy(...))` (or a dict, or a mode name) replaces the whole policy.
+        """
+        self._check_open()
+        if policy is None and not changes:
+            raise ValueError("set_policy() needs a policy or fields to change, e.g. set_policy(mode='auto')")
+        base = coerce_policy(policy) if policy is not None else self.effective_policy().policy
+        if changes:
+            base = build_policy({**dump_policy(base), **changes}, name="set_policy()")
+        with self._write_lock:
+            self._store.put_setting(POLICY_SETTING, dump_policy(base))
+        log.info("memory policy for namespace %r: mode=%s inject=%s", self.namespace, base.mode, base.inject)
+        return EffectivePolicy(policy=base, source="stored")
+
+    def _require_writes(self, action: str) -> MemoryPolicy:
+        policy = self.effective_policy().policy
+        if policy.mode == "off":
+            raise PolicyError(action, mode=policy.mode, namespace=self.namespace)
+        return policy
+
     # -- writing ----------------------------------------------------------------------------------
 
     def remember(
@@ -178,29 +351,44 @@ class Memory:
         created_at: datetime | None = None,
         actor: str | None = None,
     ) -> MemoryRecord | None:
-        """Store one fact for `user_id` and return it (or the existing record it duplicates)."""
+        """Store one statement for `user_id`, as written, and return its record.
+
+        Returns the existing record when it says the same thing (merged, never a second copy), and
+        None when safety refused it (see `stats`): a secret, always; a sensitive category the policy
+        excludes, when the model stored it (`source_kind="remember_tool"`). A contradicted older
+        fact is invalidated and linked to this one. Raises PolicyError when the namespace's memory
+        mode is off. `ttl_seconds=None` uses the policy's.
+        """
         self._check_open()
+        policy = self._require_writes("remember()")
         prepared = self._prepare(
             [text], user_id=user_id, scope=scope, categories=categories, importance=importance,
             author=author, source_kind=source_kind, session_id=session_id, turn=turn, private=private,
             source=source, metadata=metadata, ttl_seconds=ttl_seconds, kind=kind, created_at=created_at,
+            policy=policy,
         )
+        if not prepared:
+            return None
         self.drain_writes()
         stored = self._persist_new(prepared, actor=actor or author)
         return stored[0] if stored else None
 
-    def remember_many(self, texts: Iterable[str], **options: Any) -> list[str]:
-        """Queue facts for the background writer and return at once.
+    def remember_many(self, texts: Iterable[str], **options: Any) -> builtins.list[str]:
+        """Queue statements for the background writer and return at once.
 
-        Input is checked now (bad input raises here, nothing is queued); the write happens in the
-        background. Returns the ids the new records will have.
+        Input is checked now (bad input raises here, nothing is queued), and so is safety: refused
+        statements are dropped and counted. Returns the ids the accepted statements' records will
+        have (a statement merged into an existing record keeps that record's id instead).
         """
         self._check_open()
-        items = list(texts) if not isinstance(texts, str) else [texts]
+        items = builtins.list(texts) if not isinstance(texts, str) else [texts]
         if not items:
             return []
+        policy = self._require_writes("remember_many()")
         actor = options.pop("actor", None)
-        prepared = self._prepare(items, **options)
+        prepared = self._prepare(items, **options, policy=policy)
+        if not prepared:
+            return []
         self._writer.submit(lambda: self._persist_new(prepared, actor=actor or prepared[0].author))
         return [r.id for r in prepared]
 
@@ -222,7 +410,11 @@ class Memory:
         ttl_seconds: Any = None,
         kind: Any = "fact",
         created_at: datetime | None = None,
-    ) -> list[MemoryRecord]:
+        topic: str | None = None,
+        policy: MemoryPolicy | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """Checked, screened records for `texts`; refused texts (secrets, excluded categories) are
+        left out and counted in `stats`."""
         owner = self._user(user_id)
         clean_texts = [check_text(t, max_chars=self.max_text_chars) for t in texts]
         scope_path = normalise_scope(scope)
@@ -237,69 +429,258 @@ class Memory:
             raise TypeError(f"private must be True or False, got {type(private).__name__}")
         origin = check_optional_str(source, name="source")
         extra = check_metadata(metadata)
-        ttl = check_ttl(ttl_seconds)
+        rules = policy or self.effective_policy().policy
+        # An explicit ttl (0 = never) wins; otherwise the policy's applies.
+        ttl = check_ttl(ttl_seconds) if ttl_seconds is not None else (rules.ttl_seconds or None)
         now = utcnow()
-        born = created_at or now
-        state = "pending" if source_kind in UNCONFIRMED_SOURCE_KINDS else "valid"
         return [
-            MemoryRecord(
-                id=uuid.uuid4().hex, text=t, hash=text_hash(t), kind=kind, user_id=owner,
-                namespace=self.namespace, scope=scope_path, categories=cats, importance=weight,
-                author=author, source_kind=source_kind, session_id=session, turn=turn_no, state=state,
-                created_at=born, updated_at=now, expires_at=now + timedelta(seconds=ttl) if ttl else None,
-                private=private, source=origin, metadata=extra,
-            )
+            self._new_record(t, owner=owner, scope=scope_path, categories=cats, importance=weight,
+                             author=author, source_kind=source_kind, session=session, turn=turn_no,
+                             private=private, source=origin, metadata=extra, ttl=ttl, kind=kind,
+                             created_at=created_at, topic=topic, now=now)
             for t in clean_texts
+            if self._passes_safety(t, kind=kind, policy=rules,
+                                   screen_sensitive=source_kind in SCREENED_SOURCE_KINDS)
         ]
 
-    def _persist_new(self, records: list[MemoryRecord], *, actor: str) -> list[MemoryRecord]:
-        """Write new records, merging exact duplicates of what the user already has."""
+    def _new_record(self, text: str, *, owner: str, scope: str, categories: builtins.list[str],
+                    importance: float, author: str, source_kind: str, session: str | None,
+                    turn: int | None, private: bool, source: str | None, metadata: dict[str, Any],
+                    ttl: float | None, kind: str, created_at: datetime | None, topic: str | None,
+                    now: datetime) -> MemoryRecord:
+        state = "pending" if source_kind in UNCONFIRMED_SOURCE_KINDS else "valid"
+        return MemoryRecord(
+            id=uuid.uuid4().hex, text=text, hash=text_hash(text), kind=kind, user_id=owner,
+            namespace=self.namespace, scope=scope, categories=categories, topic=topic,
+            importance=importance, author=author, source_kind=source_kind,
+            session_id=session, turn=turn, state=state, created_at=created_at or now, updated_at=now,
+            expires_at=now + timedelta(seconds=ttl) if ttl else None, private=private, source=source,
+            metadata=metadata,
+        )
+
+    def _passes_safety(self, text: str, *, kind: str, policy: MemoryPolicy, screen_sensitive: bool) -> bool:
+        """False (and counted) for a secret, whatever the policy or the path; for a sensitive
+        category when the policy excludes them and the write is one memory chose to make
+        (`screen_sensitive`). The text itself is never logged."""
+        hits = find_secrets(text)
+        if hits:
+            kinds = [h.kind for h in hits]
+            self.stats.add_secrets(kinds)
+            log.info("refused to store a statement holding a secret (%s)", ", ".join(sorted(set(kinds))))
+            return False
+        if screen_sensitive and policy.exclude_sensitive and kind in PERSONAL_KINDS:
+            category = sensitive_category(text)
+            if category is not None:
+                self.stats.add_sensitive(category)
+                log.info("refused to store a statement in an excluded category (%s)", category)
+                return False
+        return True
+
+    def _persist_new(
+        self,
+        records: builtins.list[MemoryRecord],
+        *,
+        actor: str,
+        decisions: Mapping[str, Decision] | None = None,
+        use_llm: bool = True,
+    ) -> builtins.list[MemoryRecord]:
+        """Write new records, each reconciled with what the user already has, in order.
+
+        Per record: an exact or near duplicate merges into the record it repeats; a contradiction
+        (or an update) inserts the new record with `supersedes` and invalidates the old one, which
+        is kept with `invalidated_by` and the reason; anything else is inserted. `decisions` (by
+        record id) come from the LLM extractor; without them the LLM reconciles when one is
+        configured and `use_llm`, else the rules decide. Returns, per record, the record that now
+        stands for it.
+        """
         if not records:
             return []
         user_id = records[0].user_id
         with self._write_lock:
-            fresh: list[MemoryRecord] = []
-            result: list[MemoryRecord] = []
-            known: dict[str, MemoryRecord] = {}
-            rank = {"valid": 0, "pending": 1, "invalid": 2}
-            for existing in self._find_by_hash(user_id, {r.hash for r in records}):
-                current = known.get(existing.hash)
-                if current is None or rank[existing.state] < rank[current.state]:
-                    known[existing.hash] = existing
-            in_batch: dict[str, MemoryRecord] = {}
-            for record in records:
-                if record.hash in in_batch:
-                    result.append(in_batch[record.hash])
-                    continue
-                twin = known.get(record.hash)
-                if twin is not None and twin.scope == record.scope and twin.kind == record.kind:
-                    merged = self._merge_duplicate(twin, record, actor=actor)
-                    if merged is not None:
-                        result.append(merged)
-                        in_batch[record.hash] = merged
-                        continue
-                in_batch[record.hash] = record
-                fresh.append(record)
-                result.append(record)
-            if fresh:
-                vectors = self.embedder.embed([r.text for r in fresh])
+            vectors = self.embedder.embed([r.text for r in records])
+            pools = [self._similar(user_id, vector) for vector in vectors]
+            plan: dict[str, Decision] = dict(decisions or {})
+            if decisions is None and use_llm and self.llm is not None:
+                plan = self._llm_reconcile(records, pools)
+            changed: dict[str, MemoryRecord] = {}  # existing records this batch merged or invalidated
+            # Records inserted by this batch, so later ones reconcile with them too (vectors in one
+            # matrix: comparing each record with every earlier one in Python would be quadratic).
+            inserted: builtins.list[MemoryRecord] = []
+            inserted_vectors = np.zeros((len(records), vectors.shape[1]), dtype=np.float32)
+            inserted_by_hash: dict[str, int] = {}
+            unwritten: builtins.list[tuple[MemoryRecord, np.ndarray, Decision]] = []
+            result: builtins.list[MemoryRecord] = []
+
+            def flush() -> None:
+                if not unwritten:
+                    return
                 self._store.add_history([
                     entry("add", record=r, actor=actor, before=None, after=r, version=r.version,
-                          details={"source_kind": r.source_kind, "author": r.author})
-                    for r in fresh
+                          details={"source_kind": r.source_kind, "author": r.author, "decision": d.action,
+                                   "decided_by": d.by, "reason": d.reason, "supersedes": builtins.list(d.targets)
+                                   if d.action in ("update", "invalidate") else []})
+                    for r, _, d in unwritten
                 ])
                 self._store.add(user_id, [
                     StoredRow(id=r.id, document=r.text, metadata=to_metadata(r), embedding=v)
-                    for r, v in zip(fresh, vectors, strict=True)
+                    for r, v, _ in unwritten
                 ])
-                self._index(fresh)
+                self._index([r for r, _, _ in unwritten])
+                unwritten.clear()
+
+            now = utcnow()
+            for record, vector, pool in zip(records, vectors, pools, strict=True):
+                candidates = [Similar(changed.get(s.record.id, s.record), s.cosine) for s in pool]
+                if inserted:
+                    sims = inserted_vectors[:len(inserted)] @ vector
+                    nearest = set(np.argsort(-sims)[:BATCH_NEIGHBOURS].tolist())
+                    if record.hash in inserted_by_hash:
+                        nearest.add(inserted_by_hash[record.hash])
+                    candidates += [Similar(changed.get(inserted[i].id, inserted[i]), float(sims[i]))
+                                   for i in sorted(nearest)]
+                candidates = [s for s in candidates
+                              if s.record.state != "invalid" and not s.record.is_expired(now)]
+                decision, targets = self._decide(record, plan.get(record.id), candidates, changed)
+                if decision.action == "keep":
+                    twin = targets[0]
+                    if any(r.id == twin.id for r, _, _ in unwritten):
+                        flush()
+                    merged = self._merge_duplicate(twin, record, actor=actor, reason=decision.reason)
+                    if merged is not None:
+                        changed[twin.id] = merged
+                        result.append(merged)
+                        self.stats.bump("facts_merged")
+                        continue
+                    decision = INSERT
+                if decision.action in ("update", "invalidate") and targets:
+                    record = self._successor(record, targets, update=decision.action == "update")
+                    unwritten.append((record, vector, decision))
+                    flush()  # the replacement exists before anything points at it
+                    for old in targets:
+                        changed[old.id] = self._retire(old, record, reason=decision.reason, actor=actor)
+                        self.stats.bump("facts_invalidated")
+                else:
+                    unwritten.append((record, vector, decision))
+                inserted_vectors[len(inserted)] = vector
+                inserted_by_hash.setdefault(record.hash, len(inserted))
+                inserted.append(record)
+                result.append(record)
+                self.stats.bump("facts_inserted")
+            flush()
             return result
 
-    def _merge_duplicate(self, twin: MemoryRecord, incoming: MemoryRecord, *, actor: str) -> MemoryRecord | None:
+    def _decide(self, record: MemoryRecord, planned: Decision | None, candidates: builtins.list[Similar],
+                changed: Mapping[str, MemoryRecord]) -> tuple[Decision, builtins.list[MemoryRecord]]:
+        """The decision for one record and the live records it targets."""
+        ruled = decide(record, candidates, self._thresholds)
+        if planned is None:
+            decision = ruled
+        elif ruled.action == "keep" and (planned.action == "insert" or ruled.reason.startswith("the same")):
+            # No second copy, whatever the model said: duplicates merge by rule.
+            decision = ruled
+        else:
+            decision = planned
+        if decision.action == "insert":
+            return decision, []
+        if record.state != "valid" and decision.action in ("update", "invalidate"):
+            return INSERT, []  # an unconfirmed fact (tool result, document) never retires a known one
+        known = {s.record.id: s.record for s in candidates}
+        missing = [t for t in decision.targets if t not in known]
+        if missing:
+            # The model may name a fact it was shown that is not among this fact's nearest ones.
+            for row in self._store.get(record.user_id, ids=missing):
+                fetched = changed.get(row.id) or self._record(row)
+                if fetched.user_id == record.user_id and fetched.state != "invalid" \
+                        and not fetched.is_expired():
+                    known[fetched.id] = fetched
+        targets = [known[t] for t in decision.targets if t in known]
+        if not targets:
+            return INSERT, []
+        if decision.action == "keep":
+            targets = targets[:1]
+        return decision, targets
+
+    @staticmethod
+    def _successor(record: MemoryRecord, olds: builtins.list[MemoryRecord], *, update: bool) -> MemoryRecord:
+        """The new record that replaces `olds`: linked to the first, and at least as private as any
+        (a replacement must not publish what the old fact kept to its source)."""
+        changes: dict[str, Any] = {"supersedes": olds[0].id}
+        private_olds = [o for o in olds if o.private]
+        if private_olds and not record.private:
+            changes["private"] = True
+            changes["source"] = record.source or private_olds[0].source
+        if update:
+            changes["categories"] = builtins.list(dict.fromkeys(
+                [*record.categories, *(c for o in olds for c in o.categories)]))
+            changes["importance"] = max([record.importance, *(o.importance for o in olds)])
+        return record.model_copy(update=changes)
+
+    def _retire(self, old: MemoryRecord, new: MemoryRecord, *, reason: str, actor: str) -> MemoryRecord:
+        after = old.model_copy(update={
+            "state": "invalid", "invalid_reason": reason, "invalidated_by": new.id,
+            "updated_at": utcnow(), "version": old.version + 1,
+        })
+        self._write_update(old, after, action="invalidate", actor=actor, reason=reason, reembed=False)
+        return after
+
+    def _similar(self, user_id: str, vector: np.ndarray, k: int = 12) -> builtins.list[Similar]:
+        """The user's nearest live records. No `where` filter: Chroma evaluates one against every
+        record in the database, so state and expiry are checked here instead."""
+        now = utcnow()
+        found = []
+        for row in self._store.query(user_id, vector, n_results=k):
+            record = self._record(row)
+            if record.user_id != user_id or record.state == "invalid" or record.is_expired(now):
+                continue
+            found.append(Similar(record, 1.0 - float(row.distance or 0.0)))
+        return found
+
+    def _llm_reconcile(self, records: builtins.list[MemoryRecord], pools: builtins.list[builtins.list[Similar]]
+                       ) -> dict[str, Decision]:
+        """The LLM's decisions for records that have related existing facts (one call per 20
+        records; none at all when nothing related exists). Empty after two failed tries."""
+        decisions: dict[str, Decision] = {}
+        for start in range(0, len(records), 20):
+            chunk = records[start:start + 20]
+            alias_of: dict[str, int] = {}
+            existing: builtins.list[tuple[int, str]] = []
+            for record, pool in zip(chunk, pools[start:start + 20], strict=True):
+                for similar in sorted(pool, key=lambda s: -s.cosine):
+                    if similar.cosine < self._thresholds.related or similar.record.hash == record.hash:
+                        continue
+                    if similar.record.id not in alias_of and len(existing) < 30:
+                        alias_of[similar.record.id] = len(existing) + 1
+                        existing.append((len(existing) + 1, similar.record.text))
+            if not existing:
+                continue
+            aliases = {alias: record_id for record_id, alias in alias_of.items()}
+            count = len(chunk)
+            parsed = ask_structured(
+                self.llm,
+                build_reconcile_messages([r.text for r in chunk], existing),
+                reconcile_schema(),
+                lambda payload, count=count, aliases=aliases: parse_reconcile(  # type: ignore[misc]
+                    payload, count=count, aliases=aliases),
+                on_call=lambda: self.stats.add_llm_call("reconcile"),
+                on_failure=lambda exc: self.stats.bump("llm_failures"),
+                purpose="reconcile",
+            )
+            if parsed is None:
+                self.stats.bump("llm_fallbacks")
+                log.warning("LLM reconciliation failed twice; the conservative rules decide instead")
+                continue
+            for index, decision in parsed.items():
+                decisions[chunk[index].id] = decision
+        return decisions
+
+    def _merge_duplicate(self, twin: MemoryRecord, incoming: MemoryRecord, *, actor: str,
+                         reason: str = "the same statement was remembered again") -> MemoryRecord | None:
         """The same statement again. Returns the record that stands for it, or None when the
         incoming statement must be stored as a record of its own."""
         if twin.state == "invalid":
             return None  # said again after it was invalidated: a new fact, not a revival
+        if twin.private != incoming.private or (twin.private and twin.source != incoming.source):
+            return None  # merging across privacy would serve one source's fact to another, or hide it
         if twin.state == "pending" and incoming.state == "valid":
             return None  # the user said what a tool claimed: that provenance deserves its own record
         if twin.state == "valid" and incoming.state == "pending":
@@ -307,21 +688,241 @@ class Memory:
         expires = None if twin.expires_at is None or incoming.expires_at is None else max(
             twin.expires_at, incoming.expires_at)
         updated = twin.model_copy(update={
-            "categories": list(dict.fromkeys([*twin.categories, *incoming.categories])),
+            "categories": builtins.list(dict.fromkeys([*twin.categories, *incoming.categories])),
             "importance": max(twin.importance, incoming.importance),
             "updated_at": utcnow(),
             "expires_at": expires,
             "version": twin.version + 1,
         })
-        self._write_update(twin, updated, action="merge", actor=actor,
-                           reason="the same statement was remembered again", reembed=False)
+        if incoming.text != twin.text:
+            reason = f"{reason}: {incoming.text!r}"
+        self._write_update(twin, updated, action="merge", actor=actor, reason=reason, reembed=False)
         return updated
 
-    def _find_by_hash(self, user_id: str, hashes: set[str]) -> list[MemoryRecord]:
-        if not hashes:
+    # -- conversations ----------------------------------------------------------------------------
+
+    def observe(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None,
+        session_id: str | None = None,
+        turn: int | None = None,
+        memory: bool = True,
+        scope: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Hand memory a finished turn and return at once; the caller is never delayed.
+
+        Under policy mode `auto` the turn is distilled into facts in the background (one LLM call
+        when an LLM is configured, the deterministic extractor otherwise); `drain_writes()` waits
+        for it. Under `explicit` and `off` nothing is written; under `explicit` a turn with a
+        session_id is kept in this process so that `memorize(session_id)` can commit it later.
+        `memory=False` keeps this turn out of every write, including a later `memorize()`.
+        Messages are dicts `{"role", "content"}` or LangChain-style objects; reasoning is dropped.
+        `metadata` (provenance such as the agent or task that produced the turn) is kept on every
+        fact distilled from it.
+        """
+        self._check_open()
+        if not isinstance(memory, bool):
+            raise TypeError(f"memory must be True or False (False keeps this turn out), got {memory!r}")
+        owner = self._user(user_id)
+        session = check_optional_str(session_id, name="session_id")
+        turn_no = check_turn(turn)
+        scope_path = normalise_scope(scope)
+        captured = normalise_messages(messages)
+        extra = check_metadata(metadata) or None
+        self.stats.bump("turns_observed")
+        self._writer.submit(lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra))
+
+    def _observe_job(self, owner: str, session: str | None, turn: int | None, scope: str,
+                     messages: builtins.list[Message], memory: bool,
+                     metadata: dict[str, Any] | None = None) -> None:
+        buffer = self._session_buffer(owner, session) if session is not None else None
+        if not memory:
+            self.stats.bump("turns_opted_out")
+            if buffer is not None:
+                buffer.exclude(messages)
+            return
+        if not messages:
+            return
+        # The policy in force when the turn is handled, read from the store (another process may
+        # have changed it).
+        policy = self.effective_policy().policy
+        if policy.mode == "auto":
+            self._distil(owner, messages, policy=policy, session=session, turn=turn, scope=scope,
+                         actor="extractor", metadata=metadata)
+        elif policy.mode == "explicit" and buffer is not None:
+            buffer.add(_Turn(turn=turn, scope=scope, messages=messages, metadata=metadata))
+
+    def memorize(
+        self,
+        session_id: str | None = None,
+        *,
+        user_id: str | None,
+        messages: Any = None,
+        scope: str | None = None,
+        timeout: float | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """Commit a session's facts now, and return the records that stand for them.
+
+        With `messages`, those are the session; otherwise the turns `observe()` saw for
+        `session_id` and has not committed yet. Turns observed with `memory=False` are left out
+        either way. Works under `explicit` and `auto`; raises PolicyError under `off`.
+        """
+        self._check_open()
+        self._require_writes("memorize()")
+        owner = self._user(user_id)
+        session = check_optional_str(session_id, name="session_id")
+        if messages is None and session is None:
+            raise ValueError("memorize() needs session_id (a session observe() has seen) or messages")
+        given = normalise_messages(messages) if messages is not None else None
+        scope_path = normalise_scope(scope) if scope is not None else None
+        future = self._writer.submit(lambda: self._memorize_job(owner, session, given, scope_path))
+        outcome = future.result(timeout)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome or []
+
+    def _memorize_job(self, owner: str, session: str | None, given: builtins.list[Message] | None,
+                      scope: str | None) -> builtins.list[MemoryRecord] | BaseException:
+        try:
+            policy = self._require_writes("memorize()")
+            buffer = self._sessions.get((owner, session)) if session is not None else None
+            if given is not None:
+                kept = [m for m in given if buffer is None or not buffer.excluded_message(m)]
+                turns = [_Turn(turn=None, scope=scope or ROOT, messages=kept)] if kept else []
+            else:
+                turns = buffer.uncommitted() if buffer is not None else []
+                if scope is not None:
+                    turns = [_Turn(turn=t.turn, scope=scope, messages=t.messages, metadata=t.metadata)
+                             for t in turns]
+            stored: builtins.list[MemoryRecord] = []
+            for group in _group_turns(turns):
+                stored.extend(self._distil(
+                    owner, [m for t in group for m in t.messages], policy=policy, session=session,
+                    turn=group[0].turn if len(group) == 1 else None, scope=group[0].scope, actor="memorize",
+                    metadata=group[0].metadata))
+            if given is None and buffer is not None:
+                buffer.commit_all()
+            return stored
+        except Exception as exc:  # handed back to the waiting caller, not swallowed by the writer
+            return exc
+
+    def _session_buffer(self, owner: str, session: str) -> _SessionBuffer:
+        key = (owner, session)
+        buffer = self._sessions.get(key)
+        if buffer is None:
+            buffer = self._sessions[key] = _SessionBuffer()
+            while len(self._sessions) > MAX_BUFFERED_SESSIONS:
+                self._sessions.popitem(last=False)
+        else:
+            self._sessions.move_to_end(key)
+        return buffer
+
+    def _distil(self, owner: str, messages: builtins.list[Message], *, policy: MemoryPolicy,
+                session: str | None, turn: int | None, scope: str, actor: str,
+                metadata: dict[str, Any] | None = None) -> builtins.list[MemoryRecord]:
+        """Extract, screen and persist the facts of some messages (runs on the writer thread)."""
+        clean: builtins.list[Message] = []
+        for message in messages:
+            # Secrets leave the text before any extractor, or any provider, sees it.
+            text, hits = redact(message.content)
+            if hits:
+                self.stats.add_secrets([h.kind for h in hits])
+            clean.append(Message(role=message.role, content=text))
+        if not any(m.role != "system" for m in clean):
             return []
-        where = {"hash": next(iter(hashes))} if len(hashes) == 1 else {"hash": {"$in": sorted(hashes)}}
-        return [self._record(row) for row in self._store.get(user_id, where=where)]
+        self.stats.bump("turns_extracted")
+        facts: builtins.list[ExtractedFact] | None = None
+        if self.llm is not None:
+            existing, aliases = self._existing_for_prompt(owner, clean)
+            facts = llm_extract(
+                self.llm, clean, policy=policy, existing=existing, aliases=aliases,
+                on_call=lambda: self.stats.add_llm_call("extract"),
+                on_failure=lambda exc: self.stats.bump("llm_failures"),
+            )
+            if facts is None:
+                self.stats.bump("llm_fallbacks")
+                log.warning("LLM extraction failed twice; the deterministic extractor handles this turn")
+        by_llm = facts is not None
+        if facts is None:
+            facts = deterministic_extract(clean, topics=policy.topics)
+        records: builtins.list[MemoryRecord] = []
+        decisions: dict[str, Decision] = {}
+        ttl = policy.ttl_seconds or None
+        now = utcnow()
+        for fact in facts:
+            if not topic_allowed(fact, policy.topics):
+                self.stats.bump("off_topic_dropped")
+                continue
+            if REDACTED in fact.text or not fact.text.strip():
+                continue  # the secret was counted when it was redacted
+            text = fact.text.strip()[:self.max_text_chars]
+            if not self._passes_safety(text, kind="fact", policy=policy, screen_sensitive=True):
+                continue
+            record = self._new_record(
+                text, owner=owner, scope=scope, categories=[], importance=0.5, author=fact.author,
+                source_kind="tool_result" if fact.from_tool else "conversation", session=session, turn=turn,
+                private=False, source=None, metadata=dict(metadata or {}), ttl=ttl, kind="fact", created_at=None,
+                topic=fact.topic, now=now)
+            records.append(record)
+            if by_llm:
+                decisions[record.id] = Decision(fact.decision, tuple(fact.targets),
+                                                fact.reason or f"LLM decided {fact.decision}", by="llm")
+        self.stats.bump("facts_extracted", len(records))
+        if not records:
+            return []
+        label = f"{actor} (llm)" if by_llm else f"{actor} (rules)"
+        return self._persist_new(records, actor=label, decisions=decisions if by_llm else None, use_llm=False)
+
+    def _existing_for_prompt(self, owner: str, messages: builtins.list[Message]
+                             ) -> tuple[builtins.list[tuple[int, str]], dict[int, str]]:
+        """The user's facts nearest to the turn, under small aliases (the model never sees ids)."""
+        total = self._store.count(owner)
+        if total == 0:
+            return [], {}
+        chosen: builtins.list[MemoryRecord] = []
+        if total <= MAX_PROMPT_FACTS:
+            # Few enough to show them all: no embedding, and nothing related can be missed.
+            now = utcnow()
+            chosen = sorted((r for r in map(self._record, self._store.get(owner))
+                             if r.user_id == owner and r.state != "invalid" and not r.is_expired(now)),
+                            key=lambda r: r.created_at)
+        else:
+            texts = [m.content[:1000] for m in messages if m.role != "system"][-6:]
+            best: dict[str, tuple[float, MemoryRecord]] = {}
+            for vector in self.embedder.embed(texts):
+                for similar in self._similar(owner, vector, k=8):
+                    known = best.get(similar.record.id)
+                    if known is None or similar.cosine > known[0]:
+                        best[similar.record.id] = (similar.cosine, similar.record)
+            chosen = [record for _, record in sorted(best.values(), key=lambda pair: -pair[0])[:MAX_PROMPT_FACTS]]
+        existing = [(alias, record.text) for alias, record in enumerate(chosen, start=1)]
+        aliases = {alias: record.id for alias, record in enumerate(chosen, start=1)}
+        return existing, aliases
+
+    def profile(self, user_id: str | None, *, limit: int = 10, scope: str | Sequence[str] | None = None,
+                source: str | None = None) -> str:
+        """The caller's newest servable facts as background text to place before a turn, or "".
+
+        The text is marked "may be out of date, not instructions": put it with the conversation,
+        never in the system prompt (memory is text that came from users and documents).
+        """
+        self._check_open()
+        owner = self._user(user_id)
+        limit = check_limit(limit, maximum=200)
+        scopes = self._scopes(scope)
+        now = utcnow()
+        chosen: builtins.list[MemoryRecord] = []
+        for record in self.list(user_id=owner, scope=scopes, include_pending=False, kinds=["fact", "note"],
+                                limit=100_000):
+            if self._may_serve(record, owner=owner, scopes=scopes, categories=[], kinds=[], source=source,
+                               now=now):
+                chosen.append(record)
+                if len(chosen) >= limit:
+                    break
+        return format_profile(chosen)
 
     def _index(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
@@ -362,7 +963,7 @@ class Memory:
         kinds: Sequence[str] | None = None,
         source: str | None = None,
         min_score: float = 0.0,
-    ) -> list[MemoryMatch]:
+    ) -> builtins.list[MemoryMatch]:
         """The user's servable facts most relevant to `query`, best first, each explained."""
         self._check_open()
         query_text = check_text(query, name="query", max_chars=self.max_text_chars)
@@ -373,8 +974,12 @@ class Memory:
         kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or [])]
         self.drain_writes()
         self._maybe_sync(owner)
+        from .ranking import NEIGHBOUR_REACH, NEIGHBOUR_SEEDS, own_relevance, query_time_window
+
         now = utcnow()
-        pool = max(limit * 4, 40)
+        # Each side (dense, lexical) brings its own pool: the answer is often strong on one side
+        # only, and on LoCoMo 40 per side lost ~1 point of recall@10 against 100.
+        pool = max(limit * 4, int(__import__("os").environ.get("MNEMIC_POOL", 100)))
 
         vector = self.embedder.embed([query_text])[0]
 
@@ -399,6 +1004,8 @@ class Memory:
             fetch *= 4
 
         hits = self._lexical.search(query_text, user_id=owner, limit=pool)
+        shares = self._lexical.coverage(query_text, user_id=owner)
+        bm25 = {h.record_id: h.bm25 for h in hits}
         missing = [h.record_id for h in hits if h.record_id not in candidates]
         if missing:
             rows = self._store.get(owner, ids=missing, embeddings=True)
@@ -408,28 +1015,55 @@ class Memory:
                 self._lexical.delete(stale)
             for row in rows:
                 record = self._record(row)
-                cosine = float(np.dot(row.embedding, vector)) if row.embedding is not None else None
-                candidates[record.id] = Candidate(record=record, cosine=cosine)
-        for hit in hits:
-            if hit.record_id in candidates:
-                candidates[hit.record_id].bm25 = hit.bm25
+                if servable(record):
+                    cosine = float(np.dot(row.embedding, vector)) if row.embedding is not None else None
+                    candidates[record.id] = Candidate(record=record, cosine=cosine)
+        for candidate in candidates.values():
+            candidate.bm25 = bm25.get(candidate.record.id)
+            candidate.coverage = shares.get(candidate.record.id, 0.0)
 
-        admitted = [c for c in candidates.values() if servable(c.record)]
-        for candidate in admitted:
-            if candidate.bm25 is not None:
-                candidate.matched_terms = matched_terms(query_text, candidate.record.text)
+        # A turn next to a strong match often holds the answer to what that turn asked, in words
+        # of its own: fetch the neighbours of the best matches so conversation context can score
+        # them (worth ~1.7 points of recall@10 on LoCoMo).
+        present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
+        in_turns = [c for c in candidates.values() if c.record.session_id is not None and c.record.turn is not None]
+        seeds = sorted(in_turns, key=lambda c: own_relevance(c, self.weights), reverse=True)[:NEIGHBOUR_SEEDS]
+        wanted: dict[str, set[int]] = {}
+        for seed in seeds:
+            session, turn = seed.record.session_id, seed.record.turn
+            assert session is not None and turn is not None
+            for step in range(-NEIGHBOUR_REACH, NEIGHBOUR_REACH + 1):
+                if step and (session, turn + step) not in present:
+                    wanted.setdefault(session, set()).add(turn + step)
+        if wanted:
+            clauses: builtins.list[dict[str, Any]] = [
+                {"$and": [{"session_id": session}, {"turn": {"$in": sorted(turns)}}]}
+                for session, turns in wanted.items()
+            ]
+            where = clauses[0] if len(clauses) == 1 else {"$or": clauses}
+            for row in self._store.get(owner, where=where, embeddings=True):
+                record = self._record(row)
+                if record.id not in candidates and servable(record):
+                    cosine = float(np.dot(row.embedding, vector)) if row.embedding is not None else None
+                    candidates[record.id] = Candidate(record=record, cosine=cosine, bm25=bm25.get(record.id),
+                                                      coverage=shares.get(record.id, 0.0))
+
         matches = []
         seen_hashes: set[str] = set()
-        for score, candidate, breakdown in fuse(admitted, self.weights, now):
+        window = query_time_window(query_text)
+        for score, candidate, breakdown in fuse(list(candidates.values()), self.weights, now, window=window):
             if score < min_score or candidate.record.hash in seen_hashes:
                 continue
             seen_hashes.add(candidate.record.hash)
+            if breakdown.lexical > 0:
+                breakdown = breakdown.model_copy(
+                    update={"matched_terms": matched_terms(query_text, candidate.record.text)})
             matches.append(MemoryMatch(record=candidate.record, score=round(score, 6), breakdown=breakdown))
             if len(matches) >= limit:
                 break
         return matches
 
-    def _scopes(self, scope: str | Sequence[str] | None) -> list[str]:
+    def _scopes(self, scope: str | Sequence[str] | None) -> builtins.list[str]:
         if scope is None:
             return [ROOT]
         if isinstance(scope, str):
@@ -437,8 +1071,8 @@ class Memory:
         return [normalise_scope(s) for s in scope] or [ROOT]
 
     @staticmethod
-    def _may_serve(record: MemoryRecord, *, owner: str, scopes: list[str], categories: list[str],
-                   kinds: list[str], source: str | None, now: datetime) -> bool:
+    def _may_serve(record: MemoryRecord, *, owner: str, scopes: builtins.list[str], categories: builtins.list[str],
+                   kinds: builtins.list[str], source: str | None, now: datetime) -> bool:
         """The last word on serving a record, checked on data read back from Chroma."""
         if record.user_id != owner or not record.is_servable(now):
             return False
@@ -487,7 +1121,7 @@ class Memory:
         kinds: Sequence[str] | None = None,
         limit: int = 100,
         offset: int = 0,
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """Records newest first. With no user_id this is the operator's view across users."""
         self._check_open()
         limit = check_limit(limit, maximum=100_000)
@@ -517,13 +1151,13 @@ class Memory:
         return records[offset:offset + limit]
 
     @staticmethod
-    def _list_where(scopes: list[str]) -> dict[str, Any] | None:
+    def _list_where(scopes: builtins.list[str]) -> dict[str, Any] | None:
         clauses = [{"scope_path": {"$contains": s}} for s in scopes if s != ROOT]
         if ROOT in scopes or not clauses:
             return None
         return clauses[0] if len(clauses) == 1 else {"$or": clauses}
 
-    def history(self, record_id: str) -> list[HistoryEntry]:
+    def history(self, record_id: str) -> builtins.list[HistoryEntry]:
         """Every landed mutation of a record, oldest first (also after it was deleted)."""
         self._check_open()
         (record_id,) = check_ids([record_id])
@@ -532,7 +1166,10 @@ class Memory:
         if not raw:
             raise KeyError(f"no memory with id {record_id!r} has any history in namespace {self.namespace!r}")
         current = self._locate(record_id)
-        return applied_entries(raw, current.version if current is not None else None)
+        applied = applied_entries(raw, current.version if current is not None else None)
+        if not applied:
+            raise KeyError(f"no memory with id {record_id!r} in namespace {self.namespace!r}")
+        return applied
 
     # -- changing ---------------------------------------------------------------------------------
 
@@ -671,7 +1308,7 @@ class Memory:
                 erased += self._erase(who, doomed, actor=actor)
         return erased
 
-    def _erase(self, user_id: str, records: list[MemoryRecord], *, actor: str) -> int:
+    def _erase(self, user_id: str, records: builtins.list[MemoryRecord], *, actor: str) -> int:
         if not records:
             return 0
         ids = [r.id for r in records]
@@ -717,7 +1354,7 @@ class Memory:
             raise ValueError("slice() needs at least one scope path")
         return MemoryView(self, list(paths), read_only=read_only)
 
-    def list_scopes(self, parent: str = ROOT, *, user_id: str | None = None) -> list[str]:
+    def list_scopes(self, parent: str = ROOT, *, user_id: str | None = None) -> builtins.list[str]:
         """The direct child scopes of `parent` that hold records."""
         base = normalise_scope(parent)
         depth = len(ancestors(base))
@@ -771,11 +1408,27 @@ class Memory:
             "mode": self.mode,
         }
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:
         """Every user with records in this namespace (an operator call)."""
         self._check_open()
         self.drain_writes()
         return self._store.users()
+
+    # -- knowledge (operator-written, read by every user; see knowledge.py) ---------------------
+
+    @property
+    def knowledge(self) -> KnowledgeStore:
+        """The namespace's knowledge store, created on first use. Only operator calls write it:
+        no conversation path (remember, remember_many, extraction) reaches its collection."""
+        self._check_open()
+        store: KnowledgeStore | None = getattr(self, "_knowledge_store", None)
+        if store is None:
+            with self._write_lock:
+                store = getattr(self, "_knowledge_store", None)
+                if store is None:
+                    store = KnowledgeStore(self)
+                    self._knowledge_store = store
+        return store
 
     # -- repair -----------------------------------------------------------------------------------
 
@@ -806,7 +1459,7 @@ class Memory:
             # Only records written after the watermark can be missing or stale.
             rows = list(self._store.iterate(user_id, where={"updated_at": {"$gte": watermark - 1.0}}))
             todo = [r for r in rows if indexed.get(r.id) != int(r.metadata.get("version", 1))]
-            stale_ids: list[str] = []
+            stale_ids: builtins.list[str] = []
         else:
             rows = list(self._store.iterate(user_id))
             present = {r.id for r in rows}
@@ -825,6 +1478,7 @@ class Memory:
 
 
 # Imported late: views call back into Memory.
+from .knowledge import KnowledgeStore  # noqa: E402
 from .views import MemoryView  # noqa: E402
 
 __all__ = ["NEVER", "Memory", "MemoryView"]
