@@ -1,0 +1,352 @@
+"""Keyed notes: records an application addresses by its own key and writes as given.
+
+A fact is distilled, deduplicated and reconciled, because the same thing said twice is one fact.
+A key-value store (LangGraph's `BaseStore`, say) needs the opposite: `put(key, value)` replaces
+exactly what is under that key, two keys holding the same text are two items, and a `get` returns
+what was put. Notes give that on top of a `Memory`, as records of kind "note" in the owner's own
+collection, so everything mnemic promises for memory holds for them too:
+
+- per-user isolation (each owner's notes live in that owner's collection);
+- the memory policy (no writes under `off`; the policy's ttl when the caller gives none);
+- safety (a secret is refused, always; sensitive categories when asked to screen them);
+- the audit trail (add, update and delete are history entries) and erasure (`Memory.forget`);
+- recall and profiles, which serve notes beside facts.
+
+A note's record id is derived from (namespace, owner, key), so a lookup by key is a lookup by id
+and never a metadata filter. The caller's JSON payload rides in the record's metadata; the record
+text is what gets embedded and keyword-indexed. A note may carry a refreshable ttl: it expires that
+long after it was last written or read with `touch`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .codec import to_metadata, to_ts
+from .history import entry
+from .ranking import Candidate, fuse
+from .records import MemoryRecord, text_hash, utcnow
+from .safety import find_secrets, sensitive_category
+from .scopes import ROOT, normalise_scope
+from .store import StoredRow
+from .validation import check_text, check_ttl, check_user_id
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+log = logging.getLogger("mnemic.notes")
+
+NOTE_KIND = "note"
+KEY_FIELD = "note_key"
+DATA_FIELD = "note_data"
+INDEXED_FIELD = "note_indexed"
+TTL_FIELD = "note_ttl"
+_PAGE = 1000
+
+
+class NoteRefusedError(ValueError):
+    """A note mnemic will not store (a secret; a sensitive category when screening). Nothing was written."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """A stored note: its record (provenance, lifecycle), the caller's key and JSON payload."""
+
+    record: MemoryRecord
+    key: str
+    data: Any
+    indexed: bool
+    ttl_seconds: float | None
+
+    @property
+    def created_at(self) -> datetime:
+        return self.record.created_at
+
+    @property
+    def updated_at(self) -> datetime:
+        return self.record.updated_at
+
+
+def _dump(data: Any) -> str:
+    try:
+        return json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"a note's data must be JSON-serialisable (dicts, lists, strings, numbers, "
+                        f"booleans, None): {exc}") from None
+
+
+def _flatten(data: Any, path: str = "") -> Iterable[str]:
+    """Data as "key: value" lines, the shape secret detection reads ({"password": "x"} in JSON
+    form hides the "password: x" it looks for)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _flatten(value, str(key))
+    elif isinstance(data, (list, tuple)):
+        for value in data:
+            yield from _flatten(value, path)
+    elif data is not None:
+        yield f"{path}: {data}" if path else str(data)
+
+
+def _note(record: MemoryRecord) -> Note | None:
+    meta = record.metadata
+    key = meta.get(KEY_FIELD)
+    raw = meta.get(DATA_FIELD)
+    if record.kind != NOTE_KIND or not isinstance(key, str) or not isinstance(raw, str):
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        log.warning("note %s holds unreadable data; it is skipped", record.id)
+        return None
+    ttl = meta.get(TTL_FIELD)
+    return Note(record=record, key=key, data=data, indexed=bool(meta.get(INDEXED_FIELD, True)),
+                ttl_seconds=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else None)
+
+
+class NoteStore:
+    """put / get / delete / scan / rank / touch / sweep for the keyed notes of one Memory."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def note_id(self, user_id: str, key: str) -> str:
+        """The record id of `key` for `user_id`: stable, so a lookup by key needs no filter."""
+        raw = json.dumps([self._memory.namespace, user_id, key], ensure_ascii=False)
+        return "n" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:31]
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def put(
+        self,
+        key: str,
+        text: str,
+        *,
+        user_id: str,
+        data: Any = None,
+        scope: str | None = None,
+        indexed: bool = True,
+        ttl_seconds: float | None = None,
+        author: str = "agent",
+        source_kind: str = "operator",
+        screen_sensitive: bool = False,
+        actor: str | None = None,
+    ) -> Note:
+        """Store `data` under `key` for `user_id`, replacing what was there (a new version).
+
+        `text` is what recall and search match against. `ttl_seconds` is a refreshable lifetime
+        (see `touch`); without it the policy's ttl applies from the time of writing. Raises
+        PolicyError under mode `off` and NoteRefusedError for a secret anywhere in text or data.
+        """
+        memory = self._memory
+        memory._check_open()
+        policy = memory._require_writes("a note write")
+        owner = check_user_id(user_id)
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"a note key is a non-empty string, got {key!r}")
+        body = check_text(text[:memory.max_text_chars] if isinstance(text, str) else text)
+        payload = _dump(data)
+        self._screen(body, "\n".join(_flatten(data)), exclude_sensitive=screen_sensitive and policy.exclude_sensitive)
+        refreshable = check_ttl(ttl_seconds)
+        now = utcnow()
+        lifetime = refreshable or (policy.ttl_seconds or None)
+        record_id = self.note_id(owner, key)
+        with memory._write_lock:
+            rows = memory._store.get(owner, ids=[record_id])
+            before = memory._record(rows[0]) if rows else None
+            if before is not None:
+                version = before.version + 1
+                created = before.created_at
+            else:
+                # A key deleted earlier keeps its trail: versions continue after it.
+                version = max((int(e.get("version", 0)) for e in memory._store.history_for(record_id)),
+                              default=0) + 1
+                created = now
+            record = MemoryRecord(
+                id=record_id, text=body, hash=text_hash(body), kind=NOTE_KIND, user_id=owner,
+                namespace=memory.namespace, scope=normalise_scope(scope), author=author,
+                source_kind=source_kind, state="valid", created_at=created, updated_at=now,
+                expires_at=now + timedelta(seconds=lifetime) if lifetime else None,
+                metadata={KEY_FIELD: key, DATA_FIELD: payload, INDEXED_FIELD: bool(indexed),
+                          TTL_FIELD: float(refreshable or 0.0)},
+                version=version,
+            )
+            memory._store.add_history([entry("add" if before is None else "update", record=record,
+                                             actor=actor or author, before=before, after=record,
+                                             version=version, details={"note_key": key})])
+            if before is None or before.text != body:
+                vector = memory.embedder.embed([body])[0]
+                row = StoredRow(record.id, body, to_metadata(record, for_update=before is not None), vector)
+                if before is None:
+                    memory._store.add(owner, [row])
+                else:
+                    memory._store.replace_metadata(owner, [row])
+            else:
+                # Same text: the stored vector still holds, and re-embedding costs ~16x a fresh add.
+                meta = to_metadata(record, for_update=True)
+                memory._store.replace_metadata(owner, [StoredRow(record.id, body, meta)])
+            memory._index([record])
+        return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable)
+
+    def _screen(self, text: str, fields: str, *, exclude_sensitive: bool) -> None:
+        stats = self._memory.stats
+        # The text is drawn from the data, so the two usually hold the same secret: count it once.
+        hits = max(find_secrets(text), find_secrets(fields), key=len)
+        if hits:
+            kinds = sorted({h.kind for h in hits})
+            stats.add_secrets([h.kind for h in hits])
+            raise NoteRefusedError(
+                f"mnemic refused to store this item: it holds what looks like a secret ({', '.join(kinds)}), "
+                "and memory never stores secrets. Nothing was written."
+            )
+        if exclude_sensitive:
+            category = sensitive_category(text)
+            if category is not None:
+                stats.add_sensitive(category)
+                raise NoteRefusedError(
+                    f"mnemic refused to store this item: it is about {category}, a category the memory "
+                    "policy excludes (exclude_sensitive). Nothing was written."
+                )
+
+    def delete(self, key: str, *, user_id: str, actor: str = "agent") -> bool:
+        """Remove the note under `key`; its history keeps a tombstone. False when there was none.
+        Allowed in every policy mode: erasure must always work."""
+        memory = self._memory
+        memory._check_open()
+        owner = check_user_id(user_id)
+        record_id = self.note_id(owner, key)
+        with memory._write_lock:
+            rows = memory._store.get(owner, ids=[record_id])
+            if not rows:
+                return False
+            self._remove(memory._record(rows[0]), actor=actor, reason=None)
+        return True
+
+    def _remove(self, record: MemoryRecord, *, actor: str, reason: str | None) -> None:
+        memory = self._memory
+        memory._store.add_history([entry("delete", record=record, actor=actor, before=record, after=None,
+                                         reason=reason, version=record.version + 1)])
+        memory._store.delete(record.user_id, [record.id])
+        memory._lexical.delete([record.id])
+
+    def touch(self, notes: Iterable[Note]) -> None:
+        """Restart the lifetime of notes that have a refreshable ttl (a read counts as use).
+        Not a mutation: no history entry, no new version."""
+        memory = self._memory
+        now = utcnow()
+        by_owner: dict[str, builtins.list[StoredRow]] = {}
+        for note in notes:
+            if note.ttl_seconds is None:
+                continue
+            meta = {"expires_at": to_ts(now + timedelta(seconds=note.ttl_seconds)), "last_accessed_at": to_ts(now)}
+            by_owner.setdefault(note.record.user_id, []).append(StoredRow(note.record.id, note.record.text, meta))
+        if not by_owner:
+            return
+        with memory._write_lock:
+            for owner, rows in by_owner.items():
+                memory._store.replace_metadata(owner, rows)
+
+    def sweep(self, *, user_ids: Sequence[str] | None = None, scope: str | None = None,
+              actor: str = "ttl") -> int:
+        """Delete expired notes (they are never served; this reclaims their space). Returns how many."""
+        memory = self._memory
+        memory._check_open()
+        now = utcnow()
+        removed = 0
+        for owner in (user_ids if user_ids is not None else memory.users()):
+            for note, _ in self._rows(owner, scope, vectors=False, include_expired=True):
+                if note.record.is_expired(now):
+                    with memory._write_lock:
+                        self._remove(note.record, actor=actor, reason="expired")
+                    removed += 1
+        return removed
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def get(self, keys: Sequence[str], *, user_id: str) -> dict[str, Note]:
+        """The servable notes (valid, not expired) under `keys`, by key; absent keys are left out."""
+        memory = self._memory
+        memory._check_open()
+        owner = check_user_id(user_id)
+        ids = {self.note_id(owner, k): k for k in keys}
+        if not ids:
+            return {}
+        now = utcnow()
+        found: dict[str, Note] = {}
+        for row in memory._store.get(owner, ids=list(ids)):
+            note = _note(memory._record(row))
+            if note is not None and ids.get(row.id) == note.key and self._servable(note, owner, now):
+                found[note.key] = note
+        return found
+
+    def scan(self, *, user_id: str, scope: str | None = None,
+             vectors: bool = False) -> builtins.list[tuple[Note, np.ndarray | None]]:
+        """Every servable note of `user_id` in `scope` (with its stored vector when asked)."""
+        self._memory._check_open()
+        return list(self._rows(check_user_id(user_id), scope, vectors=vectors, include_expired=False))
+
+    def _rows(self, owner: str, scope: str | None, *, vectors: bool,
+              include_expired: bool) -> Iterable[tuple[Note, np.ndarray | None]]:
+        memory = self._memory
+        path = normalise_scope(scope)
+        where: dict[str, Any] = {"kind": NOTE_KIND} if path == ROOT else {
+            "$and": [{"kind": NOTE_KIND}, {"scope_path": {"$contains": path}}]}
+        now = utcnow()
+        offset = 0
+        while True:
+            rows = memory._store.get(owner, where=where, limit=_PAGE, offset=offset, embeddings=vectors)
+            for row in rows:
+                note = _note(memory._record(row))
+                if note is None:
+                    continue
+                if note.record.user_id != owner or note.record.state != "valid":
+                    continue
+                if not include_expired and note.record.is_expired(now):
+                    continue
+                yield note, row.embedding
+            if len(rows) < _PAGE:
+                return
+            offset += _PAGE
+
+    def rank(self, query: str, notes: Sequence[tuple[Note, np.ndarray | None]], *,
+             user_id: str) -> builtins.list[tuple[float, Note]]:
+        """Every indexed note scored against `query`, best first. Notes recall would call relevant
+        get recall's hybrid score (dense cosine, FTS5 bm25, recency, importance, with the Memory's
+        weights); the rest follow with score 0.0, nearest first: a key-value search returns its
+        top k even when none is relevant, but says so. Notes written unindexed, or scanned without
+        vectors, are left out."""
+        memory = self._memory
+        owner = check_user_id(user_id)
+        query_text = check_text(query, name="query", max_chars=memory.max_text_chars)
+        ranked = [(n, v) for n, v in notes if n.indexed and v is not None]
+        if not ranked:
+            return []
+        vector = memory.embedder.embed([query_text])[0]
+        memory._maybe_sync(owner)
+        wanted = {n.record.id for n, _ in ranked}
+        bm25 = {h.record_id: h.bm25 for h in memory._lexical.search(
+            query_text, user_id=owner, limit=max(100, memory._store.count(owner))) if h.record_id in wanted}
+        cosines = {n.record.id: float(np.dot(v, vector)) for n, v in ranked}
+        by_id = {n.record.id: n for n, _ in ranked}
+        candidates = [Candidate(record=n.record, cosine=cosines[n.record.id], bm25=bm25.get(n.record.id))
+                      for n, _ in ranked]
+        scored = [(round(score, 6), by_id[c.record.id]) for score, c, _ in fuse(candidates, memory.weights, utcnow())]
+        seen = {note.record.id for _, note in scored}
+        rest = sorted((rid for rid in by_id if rid not in seen), key=lambda rid: (-cosines[rid], rid))
+        return scored + [(0.0, by_id[rid]) for rid in rest]
+
+    @staticmethod
+    def _servable(note: Note, owner: str, now: datetime) -> bool:
+        return note.record.user_id == owner and note.record.is_servable(now)
+
+
+__all__ = ["NOTE_KIND", "Note", "NoteRefusedError", "NoteStore"]

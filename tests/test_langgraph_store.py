@@ -1,0 +1,269 @@
+"""MnemicStore beyond the generic contract: whose memory an item is, policy, safety, audit, restarts.
+
+The contract every BaseStore should meet is in tests/store_contract.py (run against LangGraph's
+InMemoryStore too by tests/test_langgraph_store_contract.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph.store.base")
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore, InvalidNamespaceError
+
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
+from mnemic.core.policy import PolicyError
+from mnemic.integrations.langgraph import MnemicStore, NoteRefusedError
+from mnemic.tools import core
+
+ALICE = ("memories", "alice")
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Iterator[Path]:
+    # tmpfs when available: Chroma syncs each write to disk, ~10x slower here.
+    if not Path("/dev/shm").is_dir():
+        yield tmp_path
+        return
+    path = Path(tempfile.mkdtemp(prefix="mnemic-test-", dir="/dev/shm"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def memory(base: Path) -> Iterator[Memory]:
+    with Memory(base / "m", embedder=HashEmbedder()) as mem:
+        yield mem
+
+
+@pytest.fixture
+def store(memory: Memory) -> MnemicStore:
+    return MnemicStore(memory, index={"fields": ["text"]})
+
+
+def record_id(store: MnemicStore, namespace: tuple[str, ...], key: str) -> str:
+    return store.notes.note_id(store.user_for(namespace), json.dumps([list(namespace), key], ensure_ascii=False))
+
+
+# -- whose memory an item is --------------------------------------------------------------------
+
+
+def test_an_item_is_a_memory_of_the_user_its_namespace_names(memory: Memory, store: MnemicStore) -> None:
+    store.put(ALICE, "seat", {"text": "Prefers window seats.", "since": 2024})
+    store.put(("memories", "alice", "travel"), "airline", {"text": "Flies with KLM."})
+    records = memory.list(user_id="alice")
+    assert sorted(r.text for r in records) == ["Flies with KLM.", "Prefers window seats."]
+    assert {r.kind for r in records} == {"note"}
+    assert {r.scope for r in records} == {"/langgraph/memories/alice", "/langgraph/memories/alice/travel"}
+    assert memory.users() == ["alice"]
+
+
+def test_store_items_are_served_by_the_memory_tools_to_their_user_only(memory: Memory, store: MnemicStore) -> None:
+    store.put(ALICE, "seat", {"text": "Prefers window seats."})
+    assert "Prefers window seats." in core.search_memory(memory, "window seats", user_id="alice")
+    assert core.search_memory(memory, "window seats", user_id="bob") == core.NO_MEMORIES
+
+
+def test_a_short_namespace_gets_a_pseudo_user_shared_with_nobody(memory: Memory, store: MnemicStore) -> None:
+    store.put(("docs",), "refunds", {"text": "Refunds take five days."})
+    assert memory.users() == ['langgraph-ns:["docs"]']
+    assert core.search_memory(memory, "refunds", user_id="alice") == core.NO_MEMORIES
+    assert [i.key for i in store.search(("docs",), query="refunds")] == ["refunds"]
+
+
+def test_the_user_position_is_configurable(memory: Memory) -> None:
+    store = MnemicStore(memory, user_position=0, index={"fields": ["text"]})
+    store.put(("alice", "memories"), "k", {"text": "Likes jazz."})
+    assert [r.text for r in memory.list(user_id="alice")] == ["Likes jazz."]
+    assert [i.key for i in store.search(("alice",))] == ["k"]
+    flat = MnemicStore(memory, user_position=None)
+    assert flat.user_for(("alice", "memories")) == 'langgraph-ns:["alice", "memories"]'
+    with pytest.raises(ValueError, match="user_position"):
+        MnemicStore(memory, user_position=-1)
+
+
+def test_forgetting_a_user_erases_their_store_items(memory: Memory, store: MnemicStore) -> None:
+    store.put(ALICE, "seat", {"text": "Prefers window seats."})
+    store.put(("memories", "bob"), "seat", {"text": "Prefers aisle seats."})
+    assert memory.forget(user_id="alice") == 1
+    assert store.get(ALICE, "seat") is None
+    assert store.search(("memories",)) and store.list_namespaces() == [("memories", "bob")]
+
+
+def test_two_keys_with_the_same_text_stay_two_items(store: MnemicStore) -> None:
+    store.put(ALICE, "a", {"text": "Likes jazz."})
+    store.put(ALICE, "b", {"text": "Likes jazz."})
+    assert sorted(i.key for i in store.search(ALICE, query="jazz")) == ["a", "b"]
+
+
+def test_a_remembered_fact_and_a_store_item_do_not_merge(memory: Memory, store: MnemicStore) -> None:
+    store.put(ALICE, "jazz", {"text": "Likes jazz."})
+    fact = memory.remember("Likes jazz.", user_id="alice")
+    assert fact is not None and fact.kind == "fact"
+    assert store.get(ALICE, "jazz") is not None
+    assert sorted(r.kind for r in memory.list(user_id="alice")) == ["fact", "note"]
+
+
+# -- policy, safety, audit ----------------------------------------------------------------------
+
+
+def test_policy_off_refuses_writes_but_allows_reads_and_deletes(memory: Memory, store: MnemicStore) -> None:
+    store.put(ALICE, "seat", {"text": "Prefers window seats."})
+    memory.set_policy(mode="off")
+    with pytest.raises(PolicyError, match="off"):
+        store.put(ALICE, "other", {"text": "x"})
+    assert store.get(ALICE, "seat") is not None
+    store.delete(ALICE, "seat")
+    assert store.get(ALICE, "seat") is None
+
+
+def test_the_policy_ttl_applies_to_items_without_one(memory: Memory, store: MnemicStore) -> None:
+    memory.set_policy(ttl_seconds=1)
+    store.put(ALICE, "k", {"text": "x"})
+    store.put(ALICE, "own", {"text": "y"}, ttl=1)  # minutes: an item's own ttl wins
+    time.sleep(1.3)
+    assert store.get(ALICE, "k") is None
+    assert store.get(ALICE, "own") is not None
+
+
+def test_a_secret_anywhere_in_a_value_is_refused(memory: Memory, store: MnemicStore) -> None:
+    with pytest.raises(NoteRefusedError, match="openai_key"):
+        store.put(ALICE, "k", {"text": "config", "nested": {"key": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB"}})
+    with pytest.raises(NoteRefusedError, match="password"):
+        store.put(ALICE, "k", {"text": "my password: hunter2hunter2"}, index=False)
+    with pytest.raises(NoteRefusedError, match="credential"):
+        store.put(ALICE, "k", {"text": "service account", "login": {"api_key": "abcd1234efgh5678ijkl"}})
+    assert memory.users() == [] and memory.stats.secrets_refused == 3
+
+
+def test_sensitive_categories_are_screened_when_asked(memory: Memory) -> None:
+    value = {"text": "Was diagnosed with diabetes last year."}
+    MnemicStore(memory).put(ALICE, "health", value)  # an application's deliberate write
+    with pytest.raises(NoteRefusedError, match="health"):
+        MnemicStore(memory, screen_sensitive=True).put(ALICE, "health2", value)
+
+
+def test_every_put_and_delete_is_in_the_audit_trail(memory: Memory, store: MnemicStore) -> None:
+    store.put(ALICE, "seat", {"text": "Prefers window seats."})
+    store.put(ALICE, "seat", {"text": "Prefers aisle seats."})
+    store.put(ALICE, "seat", {"text": "Prefers aisle seats.", "why": "legroom"})
+    store.delete(ALICE, "seat")
+    store.put(ALICE, "seat", {"text": "Prefers window seats again."})
+    trail = memory.history(record_id(store, ALICE, "seat"))
+    assert [(e.action, e.version) for e in trail] == [("add", 1), ("update", 2), ("update", 3), ("delete", 4),
+                                                      ("add", 5)]
+    assert trail[1].before == "Prefers window seats." and trail[1].after == "Prefers aisle seats."
+    assert {e.actor for e in trail} == {"langgraph-store"}
+
+
+def test_values_must_be_json(store: MnemicStore) -> None:
+    with pytest.raises(TypeError, match="JSON"):
+        store.put(ALICE, "k", {"when": object()})
+
+
+def test_embeddings_come_from_the_memory(memory: Memory) -> None:
+    with pytest.raises(ValueError, match="embedder"):
+        MnemicStore(memory, index={"dims": 3, "embed": lambda texts: [[0.0] * 3 for _ in texts]})
+    with pytest.raises(ValueError, match="dims"):
+        MnemicStore(memory, index={"dims": 3})
+    assert MnemicStore(memory, index={"dims": memory.embedder.dimension}).index_fields == ["$"]
+
+
+def test_an_over_long_namespace_is_refused_clearly(store: MnemicStore) -> None:
+    with pytest.raises(InvalidNamespaceError, match="too deep"):
+        store.put(tuple(f"l{n}" for n in range(40)), "k", {"text": "x"})
+
+
+# -- lifecycle ----------------------------------------------------------------------------------
+
+
+def test_items_survive_a_restart(base: Path) -> None:
+    with Memory(base / "m", embedder=HashEmbedder()) as memory:
+        store = MnemicStore(memory, index={"fields": ["text"]})
+        store.put(ALICE, "seat", {"text": "Prefers window seats."})
+        created = store.get(ALICE, "seat")
+    with Memory(base / "m", embedder=HashEmbedder()) as memory:
+        store = MnemicStore(memory, index={"fields": ["text"]})
+        assert store.get(ALICE, "seat") == created
+        assert [i.key for i in store.search(("memories",), query="window seats")] == ["seat"]
+        assert store.list_namespaces() == [ALICE]
+
+
+def test_sweeping_removes_expired_items_with_a_trail(memory: Memory, store: MnemicStore) -> None:
+    store.put(ALICE, "short", {"text": "x"}, ttl=1 / 60)
+    store.put(ALICE, "long", {"text": "y"}, ttl=10)
+    time.sleep(1.3)
+    assert store.sweep_ttl() == 1
+    assert [r.text for r in memory.list(user_id="alice", include_expired=True)] == ["y"]
+    assert memory.history(record_id(store, ALICE, "short"))[-1].actor == "langgraph-store ttl"
+
+
+def test_the_ttl_sweeper_thread_starts_and_stops(store: MnemicStore) -> None:
+    thread = store.start_ttl_sweeper(sweep_interval_minutes=10)
+    assert thread.is_alive() and store.start_ttl_sweeper() is thread
+    assert store.stop_ttl_sweeper(timeout=5)
+
+
+class State(TypedDict):
+    user: str
+    said: str
+    recalled: list[str]
+
+
+def remember_node(state: State, *, store: BaseStore) -> dict[str, Any]:
+    store.put(("memories", state["user"]), "said", {"text": state["said"]})
+    return {}
+
+
+def recall_node(state: State, *, store: BaseStore) -> dict[str, Any]:
+    return {"recalled": [i.value["text"] for i in store.search(("memories", state["user"]), query=state["said"])]}
+
+
+def test_mnemic_store_is_a_drop_in_for_compile(store: MnemicStore) -> None:
+    builder = StateGraph(State)
+    builder.add_node("remember", remember_node)
+    builder.add_node("recall", recall_node)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", "recall")
+    builder.add_edge("recall", END)
+    graph = builder.compile(store=store)
+    alice = graph.invoke({"user": "alice", "said": "Lives in Austin.", "recalled": []})
+    bob = graph.invoke({"user": "bob", "said": "Lives in Boston.", "recalled": []})
+    assert alice["recalled"] == ["Lives in Austin."] and bob["recalled"] == ["Lives in Boston."]
+
+
+# -- packaging ----------------------------------------------------------------------------------
+
+
+def test_mnemic_imports_without_agent_frameworks_and_the_adapter_says_what_to_install() -> None:
+    script = (
+        "import sys\n"
+        "for name in ('langgraph', 'langchain_core', 'langchain'):\n"
+        "    sys.modules[name] = None\n"
+        "import mnemic, mnemic.tools.core\n"
+        "try:\n"
+        "    import mnemic.integrations.langgraph\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert "pip install 'mnemic[langgraph]'" in out.stdout
+    loaded = subprocess.run([sys.executable, "-c", "import sys, mnemic; print(sorted(m for m in sys.modules "
+                             "if m.split('.')[0] in ('langgraph', 'langchain_core', 'langchain')))"],
+                            capture_output=True, text=True, timeout=120, check=True)
+    assert loaded.stdout.strip() == "[]"
