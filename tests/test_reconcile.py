@@ -357,3 +357,16 @@ def test_minilm_near_duplicates_merge_and_distinct_facts_do_not(tmp_path: Path) 
         mem.remember("Has a dog named Max.", user_id="alice")
         assert sorted(r.text for r in mem.list(user_id="alice")) == [
             "Has a dog named Max.", "Has a dog named Rex.", "Prefers replies in bullet points."]
+
+
+def test_the_llm_never_sees_or_retires_records_of_another_kind(tmp_path: Path) -> None:
+    """A conversation fact must not merge into or invalidate a lesson or a LangGraph store item."""
+    llm = invalidate_shown("Lives in Austin.", new="Lives in Denver.")
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), llm=llm) as mem:
+        note = mem.remember("Lives in Austin.", user_id="alice", kind="note")
+        lesson = mem.remember("Lives in Austin.", user_id="alice", kind="lesson")
+        assert note is not None and lesson is not None
+        mem.remember("Lives in Denver.", user_id="alice")
+        assert mem.stats.llm_calls["reconcile"] == 0  # no related fact of the same kind: nothing to ask
+        assert mem.get(note.id).state == "valid" and mem.get(lesson.id).state == "valid"
+        assert not any("Austin" in prompt for prompt in llm.prompts)

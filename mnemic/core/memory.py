@@ -498,7 +498,7 @@ class Memory:
         user_id = records[0].user_id
         with self._write_lock:
             vectors = self.embedder.embed([r.text for r in records])
-            pools = [self._similar(user_id, vector) for vector in vectors]
+            pools = [self._similar(user_id, vector, kind=records[0].kind) for vector in vectors]
             plan: dict[str, Decision] = dict(decisions or {})
             if decisions is None and use_llm and self.llm is not None:
                 plan = self._llm_reconcile(records, pools)
@@ -623,16 +623,20 @@ class Memory:
         self._write_update(old, after, action="invalidate", actor=actor, reason=reason, reembed=False)
         return after
 
-    def _similar(self, user_id: str, vector: np.ndarray, k: int = 12) -> builtins.list[Similar]:
-        """The user's nearest live records. No `where` filter: Chroma evaluates one against every
-        record in the database, so state and expiry are checked here instead."""
+    def _similar(self, user_id: str, vector: np.ndarray, *, kind: str, k: int = 12) -> builtins.list[Similar]:
+        """The user's nearest live records of one kind (a conversation fact must never merge into,
+        or retire, a lesson or a LangGraph store item). No `where` filter: Chroma evaluates one
+        against every record in the database, so state, kind and expiry are checked here."""
         now = utcnow()
         found = []
-        for row in self._store.query(user_id, vector, n_results=k):
+        for row in self._store.query(user_id, vector, n_results=k * 2):
             record = self._record(row)
-            if record.user_id != user_id or record.state == "invalid" or record.is_expired(now):
+            if (record.user_id != user_id or record.state == "invalid" or record.is_expired(now)
+                    or record.kind != kind):
                 continue
             found.append(Similar(record, 1.0 - float(row.distance or 0.0)))
+            if len(found) >= k:
+                break
         return found
 
     def _llm_reconcile(self, records: builtins.list[MemoryRecord], pools: builtins.list[builtins.list[Similar]]
@@ -887,13 +891,14 @@ class Memory:
             # Few enough to show them all: no embedding, and nothing related can be missed.
             now = utcnow()
             chosen = sorted((r for r in map(self._record, self._store.get(owner))
-                             if r.user_id == owner and r.state != "invalid" and not r.is_expired(now)),
+                             if r.user_id == owner and r.state != "invalid" and not r.is_expired(now)
+                             and r.kind == "fact"),
                             key=lambda r: r.created_at)
         else:
             texts = [m.content[:1000] for m in messages if m.role != "system"][-6:]
             best: dict[str, tuple[float, MemoryRecord]] = {}
             for vector in self.embedder.embed(texts):
-                for similar in self._similar(owner, vector, k=8):
+                for similar in self._similar(owner, vector, kind="fact", k=8):
                     known = best.get(similar.record.id)
                     if known is None or similar.cosine > known[0]:
                         best[similar.record.id] = (similar.cosine, similar.record)
