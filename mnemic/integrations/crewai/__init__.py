@@ -1,1 +1,54 @@
-"""Reserved for a later part of mnemic; see the issues."""
+"""mnemic for CrewAI: crews, agents and flows remember per user, in mnemic's store.
+
+    from mnemic import Memory
+    from mnemic.integrations.crewai import CrewMemory, SearchMemory, Remember, SearchKnowledge
+
+    memory = Memory("./.mnemic")
+    memory.set_policy(mode="auto")
+    crew = Crew(agents=..., tasks=..., memory=CrewMemory(memory))
+    crew.kickoff(inputs={"user_id": "alice", ...})        # alice's memories, and only hers
+
+See `CrewMemory` for what each CrewAI call does, `use_mnemic_knowledge` for knowledge sources and
+`reattach` / `restore_crew` for checkpoints.
+"""
+
+try:
+    import crewai as _crewai  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "mnemic.integrations.crewai needs CrewAI, which is not installed: pip install 'mnemic[crewai]'"
+    ) from exc
+
+from ...tools.crewai import Remember, SearchKnowledge, SearchMemory, memory_tools
+from .knowledge import MnemicKnowledgeStorage, use_mnemic_knowledge
+from .memory import (
+    CrewMemory,
+    CrewMemoryMatch,
+    DetachedMemoryError,
+    UnknownUserError,
+    reattach,
+    restore_crew,
+    to_crewai_record,
+)
+
+__all__ = [
+    "CrewMemory",
+    "CrewMemoryMatch",
+    "DetachedMemoryError",
+    "MnemicKnowledgeStorage",
+    "Remember",
+    "SearchKnowledge",
+    "SearchMemory",
+    "UnknownUserError",
+    "memory_tools",
+    "reattach",
+    "restore_crew",
+    "to_crewai_record",
+    "use_mnemic_knowledge",
+]
+
+# Importing the integration is opting in: a checkpoint restored before any CrewMemory exists must
+# already get the placeholder storage rather than LanceDB, and tools need the run context.
+from .memory import install as _install
+
+_install()

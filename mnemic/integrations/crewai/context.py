@@ -1,0 +1,224 @@
+"""Where a CrewAI run is: which kickoff (crew or flow, with its inputs) and which step (task or
+flow method) the current thread is executing.
+
+CrewAI hands a memory object no caller context: `recall(query, limit=5)` does not say which crew,
+kickoff, agent or user it is for. Its interception hooks do: EXECUTION_START/END bracket every
+Crew and Flow kickoff (with the inputs) and PRE_STEP/POST_STEP every task and flow method, and all
+four run synchronously in the thread that then does the work. So the hooks record that context in
+contextvars, which follow CrewAI into the threads it starts (it copies the context for async
+tasks, flow methods and human-feedback steps).
+
+Event-bus listeners cannot do this job: their handlers run on the bus's thread pool, so they
+cannot set anything for the kickoff's own thread, and a kickoff resumed from a checkpoint emits
+no CrewKickoffStartedEvent at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from crewai.hooks.dispatch import InterceptionPoint, register
+
+
+@dataclass(frozen=True)
+class Kickoff:
+    """One Crew or Flow kickoff in progress."""
+
+    owner: Any
+    inputs: Mapping[str, Any]
+    steps_before: tuple[Step, ...] = ()
+
+    @property
+    def is_crew(self) -> bool:
+        return hasattr(self.owner, "tasks") and hasattr(self.owner, "agents")
+
+    @property
+    def name(self) -> str:
+        owner = self.owner
+        return str(getattr(owner, "name", None) or type(owner).__name__)
+
+    @property
+    def kickoff_id(self) -> str | None:
+        # Read late: CrewAI assigns the kickoff's event id after EXECUTION_START has run.
+        value = getattr(self.owner, "_kickoff_event_id", None) or getattr(self.owner, "flow_id", None)
+        return str(value) if value else None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A crew task (agent + task) or a flow method being executed."""
+
+    agent: Any = None
+    task: Any = None
+    flow: Any = None
+    method: str | None = None
+
+    @property
+    def flow_name(self) -> str | None:
+        if self.flow is None:
+            return None
+        return str(getattr(self.flow, "name", None) or type(self.flow).__name__)
+
+
+_kickoffs: ContextVar[tuple[Kickoff, ...]] = ContextVar("mnemic_crewai_kickoffs", default=())
+_steps: ContextVar[tuple[Step, ...]] = ContextVar("mnemic_crewai_steps", default=())
+
+# Called at every kickoff start with the crew or flow, before its binding is pushed; may raise
+# HookAborted to refuse the kickoff (the memory module checks re-attachment and the user here).
+StartCheck = Callable[[Any, Mapping[str, Any]], None]
+_start_checks: list[StartCheck] = []
+_installed = False
+_install_lock = threading.Lock()
+
+
+def kickoffs() -> tuple[Kickoff, ...]:
+    return _kickoffs.get()
+
+
+def current_kickoff() -> Kickoff | None:
+    stack = _kickoffs.get()
+    return stack[-1] if stack else None
+
+
+def current_crew_kickoff() -> Kickoff | None:
+    for kick in reversed(_kickoffs.get()):
+        if kick.is_crew:
+            return kick
+    return None
+
+
+def current_step() -> Step | None:
+    stack = _steps.get()
+    return stack[-1] if stack else None
+
+
+def current_task_step() -> Step | None:
+    for step in reversed(_steps.get()):
+        if step.task is not None:
+            return step
+    return None
+
+
+def current_flow_step() -> Step | None:
+    for step in reversed(_steps.get()):
+        if step.flow is not None:
+            return step
+    return None
+
+
+def _inputs_for(owner: Any, given: Any) -> dict[str, Any]:
+    inputs = dict(given) if isinstance(given, Mapping) else {}
+    # A crew resumed from a checkpoint is kicked off again, often without inputs; the checkpoint
+    # kept the original ones. Only for a resumed crew: `_inputs` of a crew that simply ran before
+    # belongs to its previous kickoff and must not carry that user over.
+    if getattr(owner, "checkpoint_kickoff_event_id", None) is not None:
+        saved = getattr(owner, "checkpoint_inputs", None)
+        if isinstance(saved, Mapping):
+            inputs = {**saved, **inputs}
+    return inputs
+
+
+def _on_execution_start(ctx: Any) -> None:
+    owner = getattr(ctx, "crew", None) or getattr(ctx, "flow", None)
+    if owner is None:
+        return None
+    inputs = _inputs_for(owner, getattr(ctx, "inputs", None))
+    stack = tuple(k for k in _kickoffs.get() if k.owner is not owner)  # drop a stale binding
+    token_stack = _kickoffs.set((*stack, Kickoff(owner=owner, inputs=inputs, steps_before=_steps.get())))
+    try:
+        for check in list(_start_checks):
+            check(owner, inputs)
+    except BaseException:
+        # EXECUTION_END never fires for a kickoff whose start was refused.
+        _kickoffs.reset(token_stack)
+        raise
+    return None
+
+
+def _on_execution_end(ctx: Any) -> None:
+    owner = getattr(ctx, "crew", None) or getattr(ctx, "flow", None)
+    stack = _kickoffs.get()
+    for index in range(len(stack) - 1, -1, -1):
+        if stack[index].owner is owner:
+            _steps.set(stack[index].steps_before)
+            _kickoffs.set(stack[:index])
+            break
+    return None
+
+
+def _on_pre_step(ctx: Any) -> None:
+    kind = getattr(ctx, "kind", None)
+    if kind == "task":
+        step = Step(agent=getattr(ctx, "agent", None), task=getattr(ctx, "task", None))
+    elif kind == "flow_method":
+        step = Step(flow=getattr(ctx, "flow", None), method=getattr(ctx, "step_name", None))
+    else:
+        return None
+    _steps.set((*_steps.get(), step))
+    return None
+
+
+def _on_post_step(ctx: Any) -> None:
+    kind = getattr(ctx, "kind", None)
+    stack = _steps.get()
+    for index in range(len(stack) - 1, -1, -1):
+        step = stack[index]
+        if (kind == "task" and step.task is not None and step.task is getattr(ctx, "task", None)) or (
+            kind == "flow_method" and step.flow is not None and step.flow is getattr(ctx, "flow", None)
+            and step.method == getattr(ctx, "step_name", None)
+        ):
+            _steps.set(stack[:index])
+            break
+    return None
+
+
+def install(start_check: StartCheck | None = None) -> None:
+    """Register the hooks once per process (they are no-ops for runs that use no mnemic memory)."""
+    global _installed
+    with _install_lock:
+        if start_check is not None and start_check not in _start_checks:
+            _start_checks.append(start_check)
+        if _installed:
+            return
+        register(InterceptionPoint.EXECUTION_START, _on_execution_start)
+        register(InterceptionPoint.EXECUTION_END, _on_execution_end)
+        register(InterceptionPoint.PRE_STEP, _on_pre_step)
+        register(InterceptionPoint.POST_STEP, _on_post_step)
+        _installed = True
+
+
+def iter_memories(owner: Any) -> Iterator[tuple[Any, str, Any]]:
+    """(holder, attribute, memory) for every memory a crew or flow uses, including its agents'."""
+    if hasattr(owner, "tasks") and hasattr(owner, "agents"):
+        yield owner, "memory", getattr(owner, "memory", None)
+        yield owner, "_memory", getattr(owner, "_memory", None)
+        agents = list(getattr(owner, "agents", None) or [])
+        manager = getattr(owner, "manager_agent", None)
+        if manager is not None:
+            agents.append(manager)
+        for task in getattr(owner, "tasks", None) or []:
+            agent = getattr(task, "agent", None)
+            if agent is not None and all(agent is not a for a in agents):
+                agents.append(agent)
+        for agent in agents:
+            yield agent, "memory", getattr(agent, "memory", None)
+    else:
+        yield owner, "memory", getattr(owner, "memory", None)
+
+
+__all__ = [
+    "Kickoff",
+    "Step",
+    "current_crew_kickoff",
+    "current_flow_step",
+    "current_kickoff",
+    "current_step",
+    "current_task_step",
+    "install",
+    "iter_memories",
+    "kickoffs",
+]

@@ -1,0 +1,172 @@
+"""mnemic's memory tools as CrewAI tools, for agents that list their own tools:
+
+    Agent(..., tools=[SearchMemory(), Remember(), SearchKnowledge()])
+
+These are classes (note the parentheses). What they do lives once in `mnemic.tools.core`; here
+they only find the Memory and the user. Both can be given (`SearchMemory(memory=..., user_id=...)`);
+otherwise they come from the run: the CrewMemory of the agent, crew or flow executing the tool,
+and the user that memory is serving (see `mnemic.integrations.crewai`). A tool the policy does not
+allow answers honestly, and no tool ever raises into the agent loop.
+
+In a Crew whose memory is a CrewMemory, CrewAI also gives every agent its own "Search memory" and
+"Save to memory" tools, both routed to mnemic; CrewAI's "Search memory" replaces a tool with the
+same name, which is the case for `SearchMemory` (both are `search_memory` to the model).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    from crewai.tools import BaseTool
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "mnemic's CrewAI tools need CrewAI: pip install 'mnemic[crewai]'"
+    ) from exc
+from pydantic import BaseModel, Field
+
+from ..core.memory import Memory
+from . import core as tool_logic
+
+log = logging.getLogger("mnemic.tools")
+
+NOT_CONFIGURED = (
+    "Memory is not set up for this agent: no mnemic memory was given to the tool and the crew, agent "
+    "or flow running it has no CrewMemory."
+)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a tool learns from the run executing it."""
+
+    memory: Memory | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+
+
+# The CrewAI integration registers how to read the running crew, agent and kickoff; the tools do
+# not import it (adapters sit above the tools).
+_resolver: Callable[[], RunContext | None] | None = None
+
+
+def set_run_context_resolver(resolver: Callable[[], RunContext | None] | None) -> None:
+    global _resolver
+    _resolver = resolver
+
+
+def _run_context() -> RunContext:
+    if _resolver is None:
+        return RunContext()
+    try:
+        return _resolver() or RunContext()
+    except Exception:
+        log.exception("could not read the CrewAI run context")
+        return RunContext()
+
+
+class _QueryInput(BaseModel):
+    query: str = Field(description="What to look for, as a short question or keywords.")
+
+
+class _FactInput(BaseModel):
+    fact: str = Field(description="One short, standalone fact, e.g. 'Prefers replies in bullet points.'")
+
+
+class _MnemicTool(BaseTool):
+    memory: Any = Field(default=None, exclude=True,
+                        description="A mnemic Memory or a CrewMemory; by default the running crew's.")
+    user_id: str | None = Field(default=None, exclude=True,
+                                description="The user; by default the one the run is for.")
+
+    def _target(self) -> tuple[Memory | None, str | None, str | None]:
+        """(mnemic Memory, user, session) for this call."""
+        given = self.memory
+        run = _run_context()
+        if given is None:
+            return run.memory, self.user_id or run.user_id, run.session_id
+        if isinstance(given, Memory):
+            return given, self.user_id or run.user_id, run.session_id
+        core = getattr(given, "mnemic", None)  # a CrewMemory
+        if isinstance(core, Memory):
+            user = self.user_id
+            if user is None:
+                current = getattr(given, "current_user_id", None)
+                user = current() if callable(current) else None
+            return core, user, run.session_id
+        raise TypeError(f"memory must be a mnemic Memory or a CrewMemory, got {type(given).__name__}")
+
+
+class SearchMemory(_MnemicTool):
+    """Facts about the person the agent is helping; "Memory is off" when the policy says so."""
+
+    name: str = "search_memory"
+    description: str = tool_logic.SEARCH_MEMORY_DESCRIPTION
+    args_schema: type[BaseModel] = _QueryInput
+
+    def _run(self, query: Any = None, **kwargs: Any) -> str:
+        try:
+            memory, user, _ = self._target()
+            if memory is None:
+                return NOT_CONFIGURED
+            return tool_logic.search_memory(memory, query if query is not None else kwargs.get("queries"),
+                                            user_id=user)
+        except Exception as exc:
+            log.exception("SearchMemory failed")
+            return f"Memory search failed ({type(exc).__name__}: {exc}). Continue without memory."
+
+
+class Remember(_MnemicTool):
+    """Stores one fact when the user asks; says so honestly under `auto` and `off`."""
+
+    name: str = "remember"
+    description: str = tool_logic.REMEMBER_DESCRIPTION
+    args_schema: type[BaseModel] = _FactInput
+
+    def _run(self, fact: Any = None, **kwargs: Any) -> str:
+        try:
+            memory, user, session = self._target()
+            if memory is None:
+                return NOT_CONFIGURED
+            return tool_logic.remember(memory, fact if fact is not None else kwargs.get("content"),
+                                       user_id=user, session_id=session)
+        except Exception as exc:
+            log.exception("Remember failed")
+            return f"Saving to memory failed ({type(exc).__name__}: {exc}). The fact was not stored."
+
+
+class SearchKnowledge(_MnemicTool):
+    """The agent's shared knowledge (the same for every user); says so when the store is off."""
+
+    name: str = "search_knowledge"
+    description: str = tool_logic.SEARCH_KNOWLEDGE_DESCRIPTION
+    args_schema: type[BaseModel] = _QueryInput
+
+    def _run(self, query: Any = None, **kwargs: Any) -> str:
+        try:
+            memory, _, _ = self._target()
+            if memory is None:
+                return NOT_CONFIGURED
+            return tool_logic.search_knowledge(memory, query if query is not None else kwargs.get("queries"))
+        except Exception as exc:
+            log.exception("SearchKnowledge failed")
+            return f"Knowledge search failed ({type(exc).__name__}: {exc}). Continue without it."
+
+
+def memory_tools() -> list[BaseTool]:
+    """All three tools, resolving memory and user from the run."""
+    return [SearchMemory(), Remember(), SearchKnowledge()]
+
+
+__all__ = [
+    "NOT_CONFIGURED",
+    "Remember",
+    "RunContext",
+    "SearchKnowledge",
+    "SearchMemory",
+    "memory_tools",
+    "set_run_context_resolver",
+]

@@ -1,0 +1,74 @@
+"""CrewAI knowledge sources land in mnemic's knowledge store through CrewAI's storage factory, with
+mnemic's embedder: no OpenAI key, nothing from the network."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("crewai")
+
+from crewai import Agent, Crew, Task
+from crewai.knowledge.source.string_knowledge_source import StringKnowledgeSource
+from crewai_helpers import ScriptedLLM, final
+
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
+from mnemic.integrations.crewai import CrewMemory, MnemicKnowledgeStorage, use_mnemic_knowledge
+
+REFUNDS = "Refunds are processed within 5 business days of the return arriving at the warehouse."
+TASK = "Answer the customer: how long do refunds take?"
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Memory]:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as mem:
+        mem.set_policy(mode="auto", knowledge=True)
+        yield mem
+
+
+def responder(prompt: str) -> str:
+    if "Current Task:" not in prompt:  # CrewAI asks the agent's model to write the knowledge query
+        return "refund processing time business days"
+    return final("Refunds take 5 business days.")
+
+
+def test_crew_knowledge_sources_are_stored_and_searched_in_mnemic(store: Memory) -> None:
+    llm = ScriptedLLM(responder=responder)
+    with use_mnemic_knowledge(store):
+        agent = Agent(role="Support", goal="Answer", backstory="Knows the policies.", llm=llm)
+        crew = Crew(agents=[agent], tasks=[Task(description=TASK, expected_output="An answer.", agent=agent)],
+                    knowledge_sources=[StringKnowledgeSource(content=REFUNDS)],
+                    memory=CrewMemory(store), name="support")
+        assert isinstance(crew.knowledge.storage, MnemicKnowledgeStorage)
+        crew.kickoff(inputs={"user_id": "alice"})
+
+    assert store.knowledge.sources() == {"crewai:crew": 1}
+    prompt = next(p for p in llm.prompts if f"Current Task: {TASK}" in p)
+    assert REFUNDS in prompt
+    # Knowledge is not anybody's memory.
+    assert not any("Refunds" in r.text for r in store.list())
+
+
+def test_agent_knowledge_is_kept_apart_and_reset_per_collection(store: Memory) -> None:
+    with use_mnemic_knowledge(store):
+        crew_storage = MnemicKnowledgeStorage(store, collection_name="crew")
+        agent_storage = MnemicKnowledgeStorage(store, collection_name="Support")
+        crew_storage.save([REFUNDS, "  "])
+        crew_storage.save([REFUNDS])  # CrewAI adds its sources again whenever a crew is built
+        agent_storage.save(["The support desk opens at 9 am."])
+        assert [r["content"] for r in crew_storage.search(["refunds business days"])] == [REFUNDS]
+        assert [r["content"] for r in agent_storage.search(["refunds business days"])] != [REFUNDS]
+        crew_storage.reset()
+        assert crew_storage.search(["refunds"]) == []
+        assert store.knowledge.sources() == {"crewai:Support": 1}
+
+
+def test_knowledge_off_returns_nothing(store: Memory) -> None:
+    store.set_policy(knowledge=False)
+    storage = MnemicKnowledgeStorage(store, collection_name="crew")
+    storage.save([REFUNDS])
+    assert storage.search(["refunds"]) == []

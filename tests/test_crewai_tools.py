@@ -1,0 +1,128 @@
+"""SearchMemory / Remember / SearchKnowledge as CrewAI tools: they find memory and user from the run,
+answer honestly when the policy forbids them, and never raise into the agent loop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("crewai")
+
+from crewai import Agent, Crew, Task
+from crewai_helpers import ScriptedLLM, action, final, last_message
+
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
+from mnemic.integrations.crewai import CrewMemory, Remember, SearchKnowledge, SearchMemory
+from mnemic.tools import core as tool_logic
+from mnemic.tools.crewai import NOT_CONFIGURED
+
+TASK = "Help the customer with their request."
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as mem:
+        yield mem
+
+
+def scripted_agent_run(steps: list[str]) -> ScriptedLLM:
+    """An LLM that plays `steps` in order (tool calls, then a final answer)."""
+    replies = list(steps)
+
+    def respond(prompt: str) -> str:
+        return replies.pop(0) if replies else final("Done.")
+
+    return ScriptedLLM(responder=respond)
+
+
+def observations(llm: ScriptedLLM) -> list[str]:
+    found = []
+    for prompt in llm.prompts:
+        if "Observation:" in prompt:
+            found.append(prompt.rsplit("Observation:", 1)[1].strip())
+    return found
+
+
+def run_crew(crew_memory: CrewMemory, llm: ScriptedLLM, user: str = "alice") -> Crew:
+    agent = Agent(role="Assistant", goal="Help", backstory="Helpful.", llm=llm,
+                  tools=[SearchMemory(), Remember(), SearchKnowledge()])
+    crew = Crew(agents=[agent], tasks=[Task(description=TASK, expected_output="An answer.", agent=agent)],
+                memory=crew_memory, name="helpdesk")
+    crew.kickoff(inputs={"user_id": user})
+    return crew
+
+
+def test_under_off_nothing_is_written_and_the_tools_say_so(store: Memory) -> None:
+    store.set_policy(mode="off")
+    crew_memory = CrewMemory(store)
+    llm = scripted_agent_run([
+        action("remember", fact="Prefers tea over coffee."),
+        action("search_knowledge", query="refund policy"),
+        final("I cannot remember things for you."),
+    ])
+    run_crew(crew_memory, llm)
+    seen = observations(llm)
+    assert any(tool_logic.REMEMBER_OFF in s for s in seen)
+    assert any(tool_logic.KNOWLEDGE_OFF in s for s in seen)
+    assert store.list(include_invalid=True) == []
+    with crew_memory.for_user("alice"):
+        assert SearchMemory(memory=crew_memory).run(query="tea") == tool_logic.MEMORY_OFF
+        assert SearchMemory().run(query="tea") == NOT_CONFIGURED  # outside a run, nothing to find
+
+
+def test_remember_in_a_crew_stores_for_the_kickoff_user(store: Memory) -> None:
+    store.set_policy(mode="explicit")
+    crew_memory = CrewMemory(store)
+    llm = scripted_agent_run([action("remember", fact="Prefers tea over coffee."), final("Noted.")])
+    run_crew(crew_memory, llm, user="alice")
+    assert any(s.startswith("Saved to memory: Prefers tea over coffee.") for s in observations(llm))
+    (record,) = store.list(user_id="alice")
+    assert record.text == "Prefers tea over coffee."
+    assert record.author == "agent" and record.source_kind == "remember_tool"
+    assert record.session_id  # the kickoff
+    assert store.list(user_id="bob") == []
+    # In a crew with memory, CrewAI's own "Search memory" takes the place of SearchMemory.
+    tool_prompt = next(p for p in llm.prompts if "Tool Name:" in p)
+    assert tool_prompt.count("Tool Name: search_memory") == 1
+
+
+def test_policy_honest_answers(store: Memory) -> None:
+    crew_memory = CrewMemory(store, user_id="alice")
+    search, remember, knowledge = (SearchMemory(memory=crew_memory), Remember(memory=crew_memory),
+                                   SearchKnowledge(memory=crew_memory))
+
+    store.set_policy(mode="auto")
+    assert remember.run(fact="Prefers tea.") == tool_logic.REMEMBER_AUTO
+    assert search.run(query="what does she drink?") == tool_logic.NO_MEMORIES
+    assert knowledge.run(query="refunds") == tool_logic.KNOWLEDGE_OFF
+
+    store.set_policy(mode="explicit", knowledge=True)
+    assert remember.run(fact="Prefers tea over coffee.").startswith("Saved to memory")
+    found = search.run(query="tea or coffee")
+    assert found.startswith(tool_logic.CONTEXT_NOTE) and "Prefers tea over coffee." in found
+    assert knowledge.run(query="refunds") == tool_logic.NO_KNOWLEDGE
+    store.knowledge.add("Refunds are processed within 5 business days.", verbatim=True)
+    assert "5 business days" in knowledge.run(query="how long do refunds take")
+
+    # Another user's tool sees none of it.
+    assert SearchMemory(memory=store, user_id="bob").run(query="tea or coffee") == tool_logic.NO_MEMORIES
+
+
+def test_tools_never_raise(tmp_path: Path) -> None:
+    closed = Memory(tmp_path / "closed", embedder=HashEmbedder())
+    closed.close()
+    answers = [
+        SearchMemory(memory=closed, user_id="alice").run(query="tea"),
+        Remember(memory=closed, user_id="alice").run(fact="Prefers tea."),
+        SearchKnowledge(memory=closed).run(query="refunds"),
+        SearchMemory(memory=object(), user_id="alice").run(query="tea"),
+        SearchMemory(memory=None).run(query="tea"),
+    ]
+    assert all(isinstance(a, str) and a for a in answers)
+    assert answers[-1] == NOT_CONFIGURED
+    with Memory(tmp_path / "open", embedder=HashEmbedder()) as mem:
+        assert SearchMemory(memory=mem).run(query="tea") == tool_logic.NO_USER
+        assert last_message([{"content": "x"}]) == "x"
