@@ -982,9 +982,10 @@ class Memory:
         from .ranking import NEIGHBOUR_REACH, NEIGHBOUR_SEEDS, own_relevance, query_time_window
 
         now = utcnow()
-        # Each side (dense, lexical) brings its own pool: the answer is often strong on one side
-        # only, and on LoCoMo 40 per side lost ~1 point of recall@10 against 100.
-        pool = max(limit * 4, int(__import__("os").environ.get("MNEMIC_POOL", 100)))
+        import os as _os
+        pool = max(limit * 2, int(_os.environ.get("MNEMIC_DENSE", 40)))
+        lex_pool = int(_os.environ.get("MNEMIC_LEXPOOL", 100))
+        lex_hydrate = int(_os.environ.get("MNEMIC_LEXH", 30))
 
         vector = self.embedder.embed([query_text])[0]
 
@@ -1007,37 +1008,49 @@ class Memory:
             if len(candidates) >= pool or len(rows) < fetch or fetch >= 20 * pool:
                 break
             fetch *= 4
+        exhausted = len(rows) < fetch
+        weakest = min((c.cosine for c in candidates.values() if c.cosine is not None), default=1.0)
 
-        hits = self._lexical.search(query_text, user_id=owner, limit=pool)
+        hits = self._lexical.search(query_text, user_id=owner, limit=lex_pool)
         shares = self._lexical.coverage(query_text, user_id=owner)
         bm25 = {h.record_id: h.bm25 for h in hits}
-        missing = [h.record_id for h in hits if h.record_id not in candidates]
-        if missing:
-            rows = self._store.get(owner, ids=missing, embeddings=True)
+        for candidate in candidates.values():
+            candidate.bm25 = bm25.get(candidate.record.id)
+            candidate.coverage = shares.get(candidate.record.id, 0.0)
+        # Records found by words only. Reading a record from Chroma costs ~0.2 ms, so only the
+        # most promising are read: their cosine is at most the weakest dense candidate's (or
+        # unknown when the dense side returned everything), which bounds what they can score.
+        others = {rid for rid in [*bm25, *sorted(shares, key=shares.__getitem__, reverse=True)[:lex_pool]]
+                  if rid not in candidates}
+        bound = 0.0 if exhausted else weakest
+        probes = sorted(others, key=lambda rid: own_relevance(Candidate(
+            record=None, cosine=bound, bm25=bm25.get(rid), coverage=shares.get(rid, 0.0)), self.weights),  # type: ignore[arg-type]
+            reverse=True)[:lex_hydrate]
+        if probes:
+            rows = self._store.get(owner, ids=probes, embeddings=True)
             found = {row.id for row in rows}
-            stale = [rid for rid in missing if rid not in found]
+            stale = [rid for rid in probes if rid not in found]
             if stale:
                 self._lexical.delete(stale)
             for row in rows:
                 record = self._record(row)
                 if servable(record):
                     cosine = float(np.dot(row.embedding, vector)) if row.embedding is not None else None
-                    candidates[record.id] = Candidate(record=record, cosine=cosine)
-        for candidate in candidates.values():
-            candidate.bm25 = bm25.get(candidate.record.id)
-            candidate.coverage = shares.get(candidate.record.id, 0.0)
+                    candidates[record.id] = Candidate(record=record, cosine=cosine, bm25=bm25.get(record.id),
+                                                      coverage=shares.get(record.id, 0.0))
 
         # A turn next to a strong match often holds the answer to what that turn asked, in words
         # of its own: fetch the neighbours of the best matches so conversation context can score
         # them (worth ~1.7 points of recall@10 on LoCoMo).
         present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
         in_turns = [c for c in candidates.values() if c.record.session_id is not None and c.record.turn is not None]
-        seeds = sorted(in_turns, key=lambda c: own_relevance(c, self.weights), reverse=True)[:NEIGHBOUR_SEEDS]
+        seeds = sorted(in_turns, key=lambda c: own_relevance(c, self.weights), reverse=True)[:int(_os.environ.get('MNEMIC_SEEDS', NEIGHBOUR_SEEDS))]
         wanted: dict[str, set[int]] = {}
         for seed in seeds:
             session, turn = seed.record.session_id, seed.record.turn
             assert session is not None and turn is not None
-            for step in range(-NEIGHBOUR_REACH, NEIGHBOUR_REACH + 1):
+            reach = int(_os.environ.get('MNEMIC_REACH', NEIGHBOUR_REACH))
+            for step in range(-reach, reach + 1):
                 if step and (session, turn + step) not in present:
                     wanted.setdefault(session, set()).add(turn + step)
         if wanted:

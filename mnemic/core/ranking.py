@@ -1,46 +1,90 @@
-"""Hybrid recall scoring: dense similarity fused with lexical relevance, recency and importance.
+"""Hybrid recall scoring: how well a record answers a query, on a scale that means the same in every recall.
 
-Each signal is on an absolute 0..1 scale (cosine; saturated bm25), so a score means the same
-in every recall and a weak best match is reported as weak. Turns of one
-conversation that sit next to a strong match share a little of its relevance ("context"): a
-question is often answered across a pair of turns.
+A record's own relevance blends three views of the query, each on an absolute 0..1 scale: the
+cosine of the embeddings, bm25 saturated to 0..1, and coverage (the idf-weighted share of the
+query's words the record contains; bm25 rewards one rare word repeated, coverage rewards
+answering the whole question). No signal is normalised against the other candidates, so a weak
+best match is reported as weak and "nothing relevant" can be said.
+
+Records from a conversation (session_id and turn set) share relevance with their surroundings:
+a question is usually asked in one turn and answered in the next, or told across a few turns, so
+a turn gains a share of its neighbours' relevance ("context") and of the best turn of its session.
+A query that names a time ("in May 2023", "on 8 May, 2023") favours records made then: people
+tell of an event at or shortly after it, so the window reaches a week past what the query names.
 """
 
 from __future__ import annotations
 
+import calendar
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
+from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .records import MemoryRecord, ScoreBreakdown
+from .records import ScoreBreakdown
 
 
 class RecallWeights(BaseModel):
-    """How much each signal counts. They need not sum to 1; scores are comparable within a recall."""
+    """How much each signal counts. Relevance weights (semantic, lexical, coverage) sum to 1 by
+    default, so a record that matches in every way scores about 1 before conversation context,
+    time, recency and importance are added."""
 
     model_config = ConfigDict(frozen=True)
 
-    semantic: float = Field(0.5, ge=0)
-    lexical: float = Field(0.35, ge=0)
+    semantic: float = Field(0.36, ge=0)
+    lexical: float = Field(0.36, ge=0)
+    # When a caller supplies no coverage, its weight goes to lexical (the scale stays the same).
+    coverage: float = Field(0.28, ge=0)
     recency: float = Field(0.05, ge=0)
     importance: float = Field(0.05, ge=0)
-    context: float = Field(0.15, ge=0)
+    # Shares of a neighbouring turn's own relevance: the turn just before or after, two away.
+    context: float = Field(0.45, ge=0)
+    context_far: float = Field(0.2, ge=0)
+    # Share of the relevance of the best turn in the same session (a session keeps to a few topics).
+    session: float = Field(0.6, ge=0)
+    # Added to records made within a time the query names; reported as part of recency.
+    temporal: float = Field(0.14, ge=0)
+    temporal_after_days: float = Field(7.0, ge=0)
+    temporal_fade_days: float = Field(14.0, gt=0)
     half_life_days: float = Field(30.0, gt=0)
-    # bm25 is unbounded; b / (b + k) maps it to 0..1, reaching one half at b = k.
-    lexical_saturation: float = Field(4.0, gt=0)
+    # bm25 is unbounded; b / (b + k) maps it to 0..1, reaching one half at b = k. FTS5's bm25 of
+    # one matching distinctive word in a short text is about 4-8.
+    lexical_saturation: float = Field(12.0, gt=0)
     # Below this cosine, and with no shared word, a record is not relevant at all.
     min_similarity: float = Field(0.2, ge=-1, le=1)
 
 
+class Rankable(Protocol):
+    """What fusion reads from a record. Memory records have it all; knowledge chunks have no
+    conversation (session_id and turn are None) and a fixed importance."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def turn(self) -> int | None: ...
+
+
+R = TypeVar("R", bound=Rankable)
+
+
 @dataclass
-class Candidate:
-    record: MemoryRecord
+class Candidate(Generic[R]):
+    record: R
     cosine: float | None = None
     bm25: float | None = None
     matched_terms: list[str] = field(default_factory=list)
+    # 0..1 from `LexicalIndex.coverage`; None when the caller did not compute it.
+    coverage: float | None = None
 
 
 def recency_factor(created: datetime, now: datetime, half_life_days: float) -> float:
@@ -48,40 +92,145 @@ def recency_factor(created: datetime, now: datetime, half_life_days: float) -> f
     return math.pow(0.5, age_days / half_life_days)
 
 
-def fuse(candidates: Sequence[Candidate], weights: RecallWeights, now: datetime) -> list[tuple[float, Candidate, ScoreBreakdown]]:
+# -- time named in a query ----------------------------------------------------------------------
+
+_MONTH = (r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+          r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_MONTHS = {name.lower()[:3]: number for number, name in enumerate(calendar.month_name) if name}
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH}\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.I)
+# "in October" with no year: October of any year. The preposition keeps "may" the verb out.
+_MONTH_ONLY = re.compile(rf"\b(?:in|during|since|by|of|last|this|early|late|mid)\s+{_MONTH}\b(?!\s*\d)", re.I)
+_YEAR = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d{2})\b", re.I)
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """A time a query names: [start, end), or a month of any year."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    month: int | None = None
+
+
+def _day(year: int, month: int, day: int) -> TimeWindow | None:
+    try:
+        start = datetime(year, month, day, tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return TimeWindow(start, start + timedelta(days=1))
+
+
+def query_time_window(text: str) -> TimeWindow | None:
+    """The first explicit date, month or year a query names, if any. Relative times ("last
+    week") are left alone: which "now" they mean is the caller's to say."""
+    if m := _ISO_DATE.search(text):
+        found = _day(int(m[1]), int(m[2]), int(m[3]))
+        if found:
+            return found
+    if m := _DAY_MONTH_YEAR.search(text):
+        found = _day(int(m[3]), _MONTHS[m[2].lower()[:3]], int(m[1]))
+        if found:
+            return found
+    if m := _MONTH_DAY_YEAR.search(text):
+        found = _day(int(m[3]), _MONTHS[m[1].lower()[:3]], int(m[2]))
+        if found:
+            return found
+    if m := _MONTH_YEAR.search(text):
+        year, month = int(m[2]), _MONTHS[m[1].lower()[:3]]
+        start = datetime(year, month, 1, tzinfo=timezone.utc)
+        return TimeWindow(start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=timezone.utc))
+    if m := _MONTH_ONLY.search(text):
+        return TimeWindow(month=_MONTHS[m[1].lower()[:3]])
+    if m := _YEAR.search(text):
+        year = int(m[1])
+        return TimeWindow(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
+    return None
+
+
+def temporal_factor(created: datetime, window: TimeWindow | None, weights: RecallWeights) -> float:
+    """1 inside the window (stretched by `temporal_after_days`), fading to 0 over `temporal_fade_days`."""
+    if window is None:
+        return 0.0
+    if window.month is not None:
+        return 1.0 if created.month == window.month else 0.0
+    assert window.start is not None and window.end is not None
+    end = window.end + timedelta(days=weights.temporal_after_days)
+    if window.start <= created < end:
+        return 1.0
+    gap = (window.start - created) if created < window.start else (created - end)
+    return max(0.0, 1.0 - gap.total_seconds() / 86400.0 / weights.temporal_fade_days)
+
+
+# -- fusion -------------------------------------------------------------------------------------
+
+
+def is_relevant(candidate: Candidate[R], weights: RecallWeights) -> bool:
+    """Whether a record is related to the query on its own (shares a word, or is close enough)."""
+    return ((candidate.bm25 is not None and candidate.bm25 > 0)
+            or (candidate.coverage is not None and candidate.coverage > 0)
+            or (candidate.cosine is not None and candidate.cosine >= weights.min_similarity))
+
+
+def _parts(candidate: Candidate[R], weights: RecallWeights) -> tuple[float, float]:
+    semantic = max(0.0, candidate.cosine) if candidate.cosine is not None else 0.0
+    bm25 = candidate.bm25 if candidate.bm25 is not None and candidate.bm25 > 0 else 0.0
+    saturated = bm25 / (bm25 + weights.lexical_saturation)
+    if candidate.coverage is None:
+        lexical = (weights.lexical + weights.coverage) * saturated
+    else:
+        lexical = weights.lexical * saturated + weights.coverage * candidate.coverage
+    return weights.semantic * semantic, lexical
+
+
+def own_relevance(candidate: Candidate[R], weights: RecallWeights) -> float:
+    """A record's relevance before context, time, recency and importance (0 if not relevant)."""
+    if not is_relevant(candidate, weights):
+        return 0.0
+    return sum(_parts(candidate, weights))
+
+
+def fuse(
+    candidates: Sequence[Candidate[R]], weights: RecallWeights, now: datetime, *,
+    window: TimeWindow | None = None,
+) -> list[tuple[float, Candidate[R], ScoreBreakdown]]:
+    """Score and sort candidates, best first. A candidate that is not relevant on its own is
+    kept only when a neighbouring turn is (it may hold the answer to what that turn asked)."""
     if not candidates:
         return []
-    # Absolute scales, not min-max within the candidates: a weak best match must stay weak, or
-    # recall would always return something and "nothing relevant" could never be said.
-    candidates = [c for c in candidates
-                  if (c.bm25 is not None and c.bm25 > 0)
-                  or (c.cosine is not None and c.cosine >= weights.min_similarity)]
-    if not candidates:
-        return []
-    semantic = [max(0.0, c.cosine) if c.cosine is not None else 0.0 for c in candidates]
-    lexical = [c.bm25 / (c.bm25 + weights.lexical_saturation) if c.bm25 is not None and c.bm25 > 0 else 0.0
-               for c in candidates]
-    base = [weights.semantic * s + weights.lexical * lx for s, lx in zip(semantic, lexical, strict=True)]
+    own = [own_relevance(c, weights) for c in candidates]
 
     by_turn: dict[tuple[str, int], float] = {}
-    for score, candidate in zip(base, candidates, strict=True):
+    by_session: dict[str, float] = {}
+    for score, candidate in zip(own, candidates, strict=True):
         record = candidate.record
-        if record.session_id is not None and record.turn is not None:
+        if score > 0 and record.session_id is not None and record.turn is not None:
             key = (record.session_id, record.turn)
             by_turn[key] = max(by_turn.get(key, 0.0), score)
+            by_session[record.session_id] = max(by_session.get(record.session_id, 0.0), score)
 
     fused = []
-    for i, candidate in enumerate(candidates):
+    for score, candidate in zip(own, candidates, strict=True):
         record = candidate.record
         context = 0.0
         if record.session_id is not None and record.turn is not None:
-            neighbour = max(by_turn.get((record.session_id, record.turn - 1), 0.0),
-                            by_turn.get((record.session_id, record.turn + 1), 0.0))
-            context = weights.context * neighbour
+            session, turn = record.session_id, record.turn
+            near = max(by_turn.get((session, turn - 1), 0.0), by_turn.get((session, turn + 1), 0.0))
+            far = max(by_turn.get((session, turn - 2), 0.0), by_turn.get((session, turn + 2), 0.0))
+            context = weights.context * near + weights.context_far * far
+            if score <= 0 and context <= 0:
+                continue
+            context += weights.session * by_session.get(session, 0.0)
+        elif score <= 0:
+            continue
+        semantic, lexical = _parts(candidate, weights) if score > 0 else (0.0, 0.0)
         breakdown = ScoreBreakdown(
-            semantic=weights.semantic * semantic[i],
-            lexical=weights.lexical * lexical[i],
-            recency=weights.recency * recency_factor(record.created_at, now, weights.half_life_days),
+            semantic=semantic,
+            lexical=lexical,
+            recency=weights.recency * recency_factor(record.created_at, now, weights.half_life_days)
+            + weights.temporal * temporal_factor(record.created_at, window, weights),
             importance=weights.importance * record.importance,
             context=context,
             cosine=candidate.cosine,
@@ -93,3 +242,9 @@ def fuse(candidates: Sequence[Candidate], weights: RecallWeights, now: datetime)
         fused.append((total, candidate, breakdown))
     fused.sort(key=lambda item: (-item[0], item[1].record.id))
     return fused
+
+
+# Recall fetches the turns within NEIGHBOUR_REACH of its NEIGHBOUR_SEEDS best matches, so that
+# context can reach turns neither the dense nor the lexical side brought.
+NEIGHBOUR_SEEDS = 10
+NEIGHBOUR_REACH = 2

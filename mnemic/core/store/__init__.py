@@ -9,11 +9,14 @@ from .chroma import (
     namespace_slug,
     owner_key,
 )
+from .knowledge import KNOWLEDGE_COLLECTION_SUFFIX, KnowledgeCollection
 
 __all__ = [
+    "KNOWLEDGE_COLLECTION_SUFFIX",
     "MEMORY_COLLECTION_INFIX",
     "ChromaStore",
     "EmbedderMismatchError",
+    "KnowledgeCollection",
     "StoredRow",
     "make_persistent_client",
     "namespace_slug",

@@ -1,0 +1,717 @@
+"""The knowledge store: what every user of an agent should be told, written only by operators.
+
+`memory.knowledge` is a `KnowledgeStore` over the namespace's own knowledge collection. Nothing on
+a conversation path (remember, remember_many, extraction) holds a reference to it, so no
+conversation can write into what every user reads; reads take no user id because every caller
+of the namespace sees the same knowledge.
+
+Ingest order: parse and check everything, embed everything, then write. The generation is bumped
+first, then chunks, audit entries and the lexical index are written; if any write fails, what was
+written is deleted again, so a failed ingest leaves the store as it was, and a crash in between
+leaves a generation the lexical index does not match, which makes the next open re-sync it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from .documents import (
+    CHUNK_CHARS,
+    OVERLAP_CHARS,
+    SUPPORTED_SUFFIXES,
+    DocumentError,
+    Passage,
+    chunk_text,
+    read_document,
+)
+from .history import HistoryEntry
+from .lexical import matched_terms
+from .llm import complete_json
+from .ranking import Candidate, fuse
+from .records import ScoreBreakdown, text_hash, utcnow
+from .store import StoredRow
+from .store.knowledge import HISTORY_IDS_PER_ENTRY, KnowledgeCollection
+from .validation import check_limit, check_text
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+log = logging.getLogger("mnemic")
+
+ChunkKind = Literal["passage", "fact", "verbatim"]
+Progress = Callable[[int, int], None]
+
+# The lexical index is shared with memory and keyed by owner. Every user id is stripped of
+# surrounding whitespace before use, so an owner with a leading space can never be a user's.
+KNOWLEDGE_OWNER = " mnemic:knowledge"
+KNOWLEDGE_IMPORTANCE = 0.5
+EMBED_BATCH = 128
+MAX_SOURCE_CHARS = 1000
+MAX_FACT_CHARS = 2000
+SERVER_SYNC_INTERVAL_S = 2.0
+
+DISTIL_PROMPT = (
+    "You turn an operator's text into knowledge an assistant will tell every user. Rewrite the "
+    "text below as short, standalone facts: each must make sense on its own (name the subject, no "
+    "'it' or 'this'), keep every number, name, date and condition exactly, and add nothing the "
+    "text does not say. Answer with JSON only: {\"facts\": [\"...\", ...]}."
+)
+DISTIL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
+    "required": ["facts"],
+    "additionalProperties": False,
+}
+
+
+class KnowledgeChunk(BaseModel):
+    """One piece of knowledge: its text and where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+    hash: str
+    kind: ChunkKind = "passage"
+    source: str | None = None
+    position: int = 0
+    char_start: int | None = None
+    char_end: int | None = None
+    section: str | None = None
+    page: int | None = None
+    added_by: str = "operator"
+    added_at: datetime
+    ingest_id: str | None = None
+
+    @property
+    def content(self) -> str:
+        return self.text
+
+    def location(self) -> str:
+        """Where the chunk sits, for people: "faq.md, Refunds > Timing, part 3"."""
+        parts = [self.source or "added as text"]
+        if self.page is not None:
+            parts.append(f"page {self.page}")
+        if self.section:
+            parts.append(self.section)
+        parts.append(f"part {self.position + 1}")
+        return ", ".join(parts)
+
+
+class KnowledgeHit(BaseModel):
+    """A knowledge chunk found by `search`, its score and why it scored that."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: KnowledgeChunk
+    score: float
+    breakdown: ScoreBreakdown
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
+
+    @property
+    def explanation(self) -> str:
+        return self.breakdown.explain()
+
+    def format(self) -> str:
+        """One line for a prompt: the passage, marked as reference text rather than an instruction."""
+        origin = f"source: {self.chunk.source}" if self.chunk.source else "operator knowledge"
+        return f"- {self.chunk.text} ({origin}, relevance {self.score:.2f})"
+
+
+class IngestResult(BaseModel):
+    """What an add call did: the chunks it wrote and the ones that were already stored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    added: list[KnowledgeChunk]
+    duplicates: list[KnowledgeChunk]
+
+    @property
+    def chunks(self) -> list[KnowledgeChunk]:
+        return [*self.added, *self.duplicates]
+
+
+def chunk_id(text_hash_value: str) -> str:
+    # Derived from the content, so dedup is a lookup by id; the prefix keeps knowledge ids apart
+    # from memory's uuid hex ids in the shared lexical index.
+    return "k" + text_hash_value
+
+
+def _to_metadata(chunk: KnowledgeChunk) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "hash": chunk.hash, "kind": chunk.kind, "position": chunk.position,
+        "added_by": chunk.added_by, "added_at": chunk.added_at.timestamp(),
+    }
+    optional = {"source": chunk.source, "char_start": chunk.char_start, "char_end": chunk.char_end,
+                "section": chunk.section, "page": chunk.page, "ingest_id": chunk.ingest_id}
+    # Chroma rejects None values on add: absent keys stand for None.
+    meta.update({k: v for k, v in optional.items() if v is not None})
+    return meta
+
+
+def _from_row(row: StoredRow) -> KnowledgeChunk:
+    meta = row.metadata
+    return KnowledgeChunk(
+        id=row.id, text=row.document, hash=str(meta.get("hash") or text_hash(row.document)),
+        kind=meta.get("kind", "passage"), source=meta.get("source"), position=int(meta.get("position", 0)),
+        char_start=meta.get("char_start"), char_end=meta.get("char_end"), section=meta.get("section"),
+        page=meta.get("page"), added_by=str(meta.get("added_by", "operator")),
+        added_at=datetime.fromtimestamp(float(meta.get("added_at", 0.0)), tz=timezone.utc),
+        ingest_id=meta.get("ingest_id"),
+    )
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """What fusion needs of a chunk before its text is fetched (see ranking.Rankable)."""
+
+    id: str
+    created_at: datetime
+    importance: float = KNOWLEDGE_IMPORTANCE
+    session_id: str | None = None
+    turn: int | None = None
+
+
+def _undo(what: str, action: Callable[[], None]) -> None:
+    """One rollback step. A failure here is logged, not raised: the caller re-raises the error
+    that caused the rollback, which is the one the operator needs to see. Anything left behind
+    is found by `repair()` (the generation no longer matches the index)."""
+    try:
+        action()
+    except Exception as exc:
+        log.error("knowledge rollback could not %s: %s", what, exc)
+
+
+def _new_generation() -> float:
+    # Any change of value means "changed"; 52 random bits survive a round trip through a float.
+    return float(uuid.uuid4().int >> 76)
+
+
+def _history_entries(action: Literal["add", "delete"], chunks: Sequence[KnowledgeChunk], *, actor: str,
+                     reason: str | None = None, group: str | None = None) -> list[dict[str, Any]]:
+    """Audit entries for one mutation: one entry per HISTORY_IDS_PER_ENTRY chunks, listing their
+    ids. The text itself is kept when a single chunk is added or removed."""
+    now = utcnow()
+    single = chunks[0] if len(chunks) == 1 else None
+    sources = sorted({c.source or "" for c in chunks})
+    entries = []
+    for start in range(0, len(chunks), HISTORY_IDS_PER_ENTRY):
+        part = chunks[start:start + HISTORY_IDS_PER_ENTRY]
+        entries.append({
+            "entry_id": uuid.uuid4().hex, "record_id": single.id if single else (group or "bulk"),
+            "record_ids": [c.id for c in part], "user_id": "*", "action": action, "actor": actor,
+            "reason": reason,
+            "before": single.text if single and action == "delete" else None,
+            "after": single.text if single and action == "add" else None,
+            "at": now.isoformat(), "at_ts": now.timestamp(), "version": 1 if action == "add" else 2,
+            "details": {"chunks": len(chunks), "sources": sources[:50], "group": group},
+        })
+    return entries
+
+
+class KnowledgeStore:
+    """The operator API of a namespace's knowledge: add, add_file, search, list, delete, clear.
+
+    Obtain it as `memory.knowledge`; it shares the Memory's Chroma client, embedder, weights and
+    lexical index, and closes with it.
+    """
+
+    def __init__(self, memory: Memory, *, chunk_chars: int = CHUNK_CHARS,
+                 overlap_chars: int = OVERLAP_CHARS) -> None:
+        self._memory = memory
+        self.namespace = memory.namespace
+        self.chunk_chars = chunk_chars
+        self.overlap_chars = overlap_chars
+        self._collection = KnowledgeCollection(memory._store.client, memory.namespace)
+        self._lexical = memory._lexical
+        self._lock = threading.RLock()
+        self._last_sync = 0.0
+        self.repair()
+
+    def __repr__(self) -> str:
+        return f"KnowledgeStore(namespace={self.namespace!r}, collection={self._collection.name!r})"
+
+    @property
+    def collection_name(self) -> str:
+        return self._collection.name
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        *,
+        verbatim: bool = False,
+        source: str | None = None,
+        added_by: str = "operator",
+        progress: Progress | None = None,
+    ) -> IngestResult:
+        """Add knowledge every user of the namespace will be able to find.
+
+        By default the text is distilled into facts: by the Memory's LLM when one is configured,
+        otherwise by chunking it into standalone passages. `verbatim=True` stores it as one fact,
+        exactly as written. Re-adding text already stored adds nothing.
+        """
+        self._memory._check_open()
+        if not isinstance(verbatim, bool):
+            raise TypeError("verbatim must be True or False")
+        origin = _check_source(source)
+        actor = _check_actor(added_by)
+        callback = _check_progress(progress)
+        if verbatim:
+            clean = check_text(text, max_chars=self._memory.max_text_chars)
+            pieces: list[tuple[Passage, ChunkKind]] = [(Passage(clean, 0, len(clean)), "verbatim")]
+        else:
+            if not isinstance(text, str):
+                raise TypeError(f"text must be a string, got {type(text).__name__}")
+            if not text.strip():
+                raise ValueError("text is empty: give the knowledge to add")
+            pieces = self._distil(text.replace("\r\n", "\n"))
+        return self._ingest([(origin, pieces)], actor=actor, progress=callback)
+
+    def add_file(
+        self,
+        path: str | Path,
+        *,
+        source: str | None = None,
+        added_by: str = "operator",
+        progress: Progress | None = None,
+    ) -> IngestResult:
+        """Add a .txt, .md, .json, .csv or .pdf file, chunked with overlap; each chunk keeps the
+        file as its source (or `source`) and its position in the file."""
+        self._memory._check_open()
+        file = _check_path(path)
+        origin = _check_source(source) or str(path)
+        actor = _check_actor(added_by)
+        callback = _check_progress(progress)
+        passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
+        return self._ingest([(origin, [(p, "passage") for p in passages])], actor=actor, progress=callback)
+
+    def add_files(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        added_by: str = "operator",
+        progress: Progress | None = None,
+    ) -> IngestResult:
+        """Add several files in one all-or-nothing ingest. A directory adds every supported file
+        under it (others are skipped); a file named explicitly must be supported."""
+        self._memory._check_open()
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        actor = _check_actor(added_by)
+        callback = _check_progress(progress)
+        files: list[Path] = []
+        for item in paths:
+            target = _check_path(item)
+            if target.is_dir():
+                files.extend(sorted(f for f in target.rglob("*")
+                                    if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES))
+            else:
+                files.append(target)
+        if not files:
+            raise DocumentError(
+                f"no files to add (supported types: {', '.join(SUPPORTED_SUFFIXES)})")
+        documents: list[tuple[str | None, list[tuple[Passage, ChunkKind]]]] = []
+        for file in dict.fromkeys(files):
+            passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
+            pieces: list[tuple[Passage, ChunkKind]] = [(p, "passage") for p in passages]
+            documents.append((str(file), pieces))
+        return self._ingest(documents, actor=actor, progress=callback)
+
+    def _distil(self, text: str) -> list[tuple[Passage, ChunkKind]]:
+        passages = chunk_text(text, size=self.chunk_chars, overlap=self.overlap_chars)
+        if not passages:
+            raise ValueError("text is empty: give the knowledge to add")
+        llm = self._memory.llm
+        if llm is None:
+            return [(p, "passage") for p in passages]
+        out: list[tuple[Passage, ChunkKind]] = []
+        for passage in passages:
+            facts = _distil_with_llm(llm, passage.text)
+            if not facts:
+                # The model gave nothing usable: the operator's words are kept as written.
+                out.append((passage, "passage"))
+                continue
+            out.extend((Passage(fact, passage.char_start, passage.char_end, passage.section, passage.page),
+                        "fact") for fact in facts)
+        return out
+
+    def _ingest(self, documents: Sequence[tuple[str | None, Sequence[tuple[Passage, ChunkKind]]]], *,
+                actor: str, progress: Progress | None) -> IngestResult:
+        ingest_id = uuid.uuid4().hex
+        now = utcnow()
+        chunks: list[KnowledgeChunk] = []
+        seen: set[str] = set()
+        for origin, pieces in documents:
+            for position, (passage, kind) in enumerate(pieces):
+                digest = text_hash(passage.text)
+                if digest in seen:
+                    continue  # the same passage twice in one ingest is stored once
+                seen.add(digest)
+                chunks.append(KnowledgeChunk(
+                    id=chunk_id(digest), text=passage.text, hash=digest, kind=kind, source=origin,
+                    position=position, char_start=passage.char_start, char_end=passage.char_end,
+                    section=passage.section, page=passage.page, added_by=actor, added_at=now,
+                    ingest_id=ingest_id,
+                ))
+        if not chunks:
+            raise ValueError("nothing to add: the input has no text")
+        with self._lock:
+            existing = self._collection.existing_ids([c.id for c in chunks])
+            fresh = [c for c in chunks if c.id not in existing]
+            duplicates = [_from_row(r) for r in self._collection.get(sorted(existing))] if existing else []
+            total = len(fresh)
+            if progress is not None:
+                progress(0, total)
+            if not fresh:
+                return IngestResult(added=[], duplicates=duplicates)
+            vectors = self._embed([c.text for c in fresh], progress=progress, total=total)
+            self._write(fresh, vectors, actor=actor)
+            return IngestResult(added=fresh, duplicates=duplicates)
+
+    def _embed(self, texts: list[str], *, progress: Progress | None, total: int) -> np.ndarray:
+        parts = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            parts.append(self._memory.embedder.embed(texts[start:start + EMBED_BATCH]))
+            if progress is not None:
+                progress(min(start + EMBED_BATCH, total), total)
+        return np.concatenate(parts, axis=0)
+
+    def _write(self, chunks: list[KnowledgeChunk], vectors: np.ndarray, *, actor: str) -> None:
+        generation = _new_generation()
+        entries = _history_entries("add", chunks, actor=actor, group=chunks[0].ingest_id)
+        rows = [StoredRow(id=c.id, document=c.text, metadata=_to_metadata(c), embedding=v)
+                for c, v in zip(chunks, vectors, strict=True)]
+        self._collection.set_generation(generation)
+        self._collection.add(rows)  # deletes its own partial writes on failure
+        try:
+            self._collection.add_history(entries)
+            self._lexical.upsert((c.id, self._collection.name, KNOWLEDGE_OWNER, c.text, 1) for c in chunks)
+        except BaseException:
+            ids = [c.id for c in chunks]
+            _undo("delete the chunks just written", lambda: self._collection.delete(ids))
+            _undo("unindex the chunks just written", lambda: self._lexical.delete(ids))
+            _undo("drop the audit entries just written",
+                  lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
+            raise
+        self._lexical.set_watermark(self._collection.name, generation)
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        limit: int = 5,
+        *,
+        source: str | Sequence[str] | None = None,
+        min_score: float = 0.0,
+    ) -> list[KnowledgeHit]:
+        """The chunks most relevant to `query`, best first, each explained. Same hybrid ranking
+        as memory recall (dense + FTS5 bm25 + coverage, fused with the Memory's weights).
+        `source` keeps only chunks from that source (or those sources)."""
+        self._memory._check_open()
+        query_text = check_text(query, name="query", max_chars=self._memory.max_text_chars)
+        limit = check_limit(limit)
+        sources = _check_sources(source)
+        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
+            raise TypeError(f"min_score must be a number, got {type(min_score).__name__}")
+        self._maybe_sync()
+        now = utcnow()
+        # Filtering happens after retrieval (no Chroma `where`), so a filtered search reaches further.
+        pool = max(limit * 4, 40) * (4 if sources else 1)
+        vector = self._memory.embedder.embed([query_text])[0]
+        # No `where`: a metadata filter is evaluated against the whole Chroma database.
+        cosines = {rid: 1.0 - distance for rid, distance in self._collection.query(vector, n_results=pool)}
+        bm25 = {h.record_id: h.bm25 for h in self._lexical.search(query_text, user_id=KNOWLEDGE_OWNER,
+                                                                   limit=pool)}
+        missing = [rid for rid in bm25 if rid not in cosines]
+        if missing:
+            vectors = self._collection.embeddings(missing)
+            stale = [rid for rid in missing if rid not in vectors]
+            if stale:
+                self._lexical.delete(stale)
+                for rid in stale:
+                    del bm25[rid]
+            for rid, stored in vectors.items():
+                cosines[rid] = float(np.dot(stored, vector))
+        ids = list(dict.fromkeys([*cosines, *bm25]))
+        rows: dict[str, StoredRow] = {}
+        if sources:
+            rows = {row.id: row for row in self._collection.get(ids)}
+            ids = [rid for rid in ids if rid in rows and rows[rid].metadata.get("source") in sources]
+        shares = self._lexical.coverage(query_text, user_id=KNOWLEDGE_OWNER) if bm25 else {}
+        # Knowledge does not age: it holds until an operator removes it, so every chunk gets full
+        # recency, no time window applies, and ranking rests on relevance alone.
+        candidates = [Candidate(record=_Ranked(rid, now), cosine=cosines.get(rid), bm25=bm25.get(rid),
+                                coverage=shares.get(rid, 0.0))
+                      for rid in ids]
+        fused = fuse(candidates, self._memory.weights, now)
+        # A few spares, in case a winner was deleted by another process since it was ranked.
+        wanted = [(score, c, b) for score, c, b in fused if score >= min_score][:limit + 4]
+        if not sources:
+            rows = {row.id: row for row in self._collection.get([c.record.id for _, c, _ in wanted])}
+        results: list[KnowledgeHit] = []
+        for score, candidate, breakdown in wanted:
+            row = rows.get(candidate.record.id)
+            if row is None:
+                continue
+            chunk = _from_row(row)
+            if candidate.bm25 is not None:
+                breakdown = breakdown.model_copy(update={"matched_terms": matched_terms(query_text, chunk.text)})
+            results.append(KnowledgeHit(chunk=chunk, score=round(score, 6), breakdown=breakdown))
+            if len(results) >= limit:
+                break
+        return results
+
+    def get(self, chunk_id: str) -> KnowledgeChunk:
+        self._memory._check_open()
+        rows = self._collection.get([_check_id(chunk_id)])
+        if not rows:
+            raise KeyError(f"no knowledge with id {chunk_id!r} in namespace {self.namespace!r}")
+        return _from_row(rows[0])
+
+    def list(self, *, source: str | None = None, limit: int = 100, offset: int = 0) -> list[KnowledgeChunk]:
+        """Chunks in the order they were added (each document in its own order)."""
+        self._memory._check_open()
+        limit = check_limit(limit, maximum=100_000)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
+        chunks = [_from_row(r) for r in self._collection.iterate()]
+        if source is not None:
+            chunks = [c for c in chunks if c.source == source]
+        chunks.sort(key=lambda c: (c.added_at, c.ingest_id or "", c.source or "", c.position, c.id))
+        return chunks[offset:offset + limit]
+
+    def sources(self) -> dict[str, int]:
+        """Each source and how many chunks it holds ("" for text added without a source)."""
+        self._memory._check_open()
+        counts: dict[str, int] = {}
+        for row in self._collection.iterate(documents=False):
+            key = str(row.metadata.get("source", ""))
+            counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def count(self) -> int:
+        self._memory._check_open()
+        return self._collection.count()
+
+    def history(self, chunk_id: str) -> builtins.list[HistoryEntry]:
+        """Who added (and removed) a chunk, and when; kept after the chunk is deleted."""
+        self._memory._check_open()
+        raw = self._collection.history_for(_check_id(chunk_id))
+        if not raw:
+            raise KeyError(f"no knowledge with id {chunk_id!r} has any history in namespace {self.namespace!r}")
+        # An entry may stand for many chunks; seen from one chunk, it is that chunk's entry.
+        return [HistoryEntry.model_validate({**item, "record_id": chunk_id}) for item in raw]
+
+    # -- removing ---------------------------------------------------------------------------------
+
+    def delete(self, chunk_id: str, *, actor: str = "operator", reason: str | None = None) -> KnowledgeChunk:
+        """Remove one chunk for every user; returns what was removed. KeyError if unknown."""
+        self._memory._check_open()
+        with self._lock:
+            chunk = self.get(chunk_id)
+            self._remove([chunk], actor=_check_actor(actor), reason=reason)
+            return chunk
+
+    def delete_source(self, source: str, *, actor: str = "operator", reason: str | None = None) -> int:
+        """Remove every chunk of one source (before re-adding a changed file); returns how many."""
+        self._memory._check_open()
+        if not isinstance(source, str) or not source:
+            raise ValueError("source must be a non-empty string, as shown by sources()")
+        with self._lock:
+            doomed = [c for c in (_from_row(r) for r in self._collection.iterate()) if c.source == source]
+            if not doomed:
+                raise KeyError(f"no knowledge from source {source!r} in namespace {self.namespace!r}")
+            self._remove(doomed, actor=_check_actor(actor), reason=reason)
+            return len(doomed)
+
+    def clear(self, *, confirm: bool = False, actor: str = "operator") -> int:
+        """Remove all knowledge of the namespace; returns how many chunks were removed.
+
+        Every user of the namespace loses it, so the call must say so: `clear(confirm=True)`.
+        """
+        self._memory._check_open()
+        if confirm is not True:
+            raise ValueError(
+                f"clear() removes all knowledge of namespace {self.namespace!r} for every user; "
+                "call clear(confirm=True) to do it"
+            )
+        who = _check_actor(actor)
+        with self._lock:
+            chunks = [_from_row(r) for r in self._collection.iterate()]
+            self._collection.set_generation(_new_generation())
+            if chunks:
+                self._collection.add_history(_history_entries("delete", chunks, actor=who, reason="cleared",
+                                                              group="clear"))
+            self._collection.clear()
+            self._lexical.drop_collection(self._collection.name)
+            generation = self._collection.generation()
+            if generation is not None:
+                self._lexical.set_watermark(self._collection.name, generation)
+            return len(chunks)
+
+    def _remove(self, chunks: builtins.list[KnowledgeChunk], *, actor: str, reason: str | None) -> None:
+        generation = _new_generation()
+        entries = _history_entries("delete", chunks, actor=actor, reason=reason)
+        self._collection.set_generation(generation)
+        self._collection.add_history(entries)
+        try:
+            self._collection.delete([c.id for c in chunks])
+        except BaseException:
+            _undo("drop the audit entries of a failed delete",
+                  lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
+            raise
+        self._lexical.delete(c.id for c in chunks)
+        self._lexical.set_watermark(self._collection.name, generation)
+
+    # -- policy -----------------------------------------------------------------------------------
+
+    def enabled_for_agents(self, **context: Any) -> bool:
+        """Whether agents are offered knowledge search: the policy's `knowledge` switch, off by
+        default. `context` (e.g. user_id) is passed to `Memory.effective_policy` when it exists."""
+        memory = self._memory
+        policy: Any = None
+        effective = getattr(memory, "effective_policy", None)
+        try:
+            policy = effective(**context) if callable(effective) else getattr(memory, "policy", None)
+        except Exception as exc:
+            log.warning("could not read the memory policy (%s); knowledge search stays off", exc)
+            return False
+        value = policy.get("knowledge") if isinstance(policy, Mapping) else getattr(policy, "knowledge", None)
+        return value is True
+
+    # -- repair -----------------------------------------------------------------------------------
+
+    def repair(self) -> int:
+        """Bring the lexical index in line with the knowledge collection; returns entries changed."""
+        with self._lock:
+            generation = self._collection.generation()
+            name = self._collection.name
+            if generation is not None and self._lexical.watermark(name) == generation:
+                return 0
+            indexed = self._lexical.versions(name)
+            present = {r.id for r in self._collection.iterate(documents=False)}
+            stale = [rid for rid in indexed if rid not in present]
+            missing = [rid for rid in present if rid not in indexed]
+            if stale:
+                self._lexical.delete(stale)
+            if missing:
+                rows = self._collection.get(missing)
+                self._lexical.upsert((r.id, name, KNOWLEDGE_OWNER, r.document, 1) for r in rows)
+            if generation is not None:
+                self._lexical.set_watermark(name, generation)
+            return len(stale) + len(missing)
+
+    def _maybe_sync(self) -> None:
+        if self._memory.mode == "embedded":
+            return  # this process is the only writer: the index is current
+        now = time.monotonic()
+        if now - self._last_sync >= SERVER_SYNC_INTERVAL_S:
+            self._last_sync = now
+            self.repair()
+
+
+# -- input checks ------------------------------------------------------------------------------
+
+
+def _check_source(source: Any) -> str | None:
+    if source is None:
+        return None
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a string, got {type(source).__name__}")
+    cleaned = source.strip()
+    if not cleaned:
+        raise ValueError("source is empty: name where the knowledge comes from, or leave it out")
+    if len(cleaned) > MAX_SOURCE_CHARS:
+        raise ValueError(f"source is {len(cleaned)} characters; the limit is {MAX_SOURCE_CHARS}")
+    return cleaned
+
+
+def _check_sources(source: Any) -> frozenset[str] | None:
+    if source is None:
+        return None
+    items = [source] if isinstance(source, str) else source
+    if not isinstance(items, Iterable) or not all(isinstance(s, str) and s for s in items):
+        raise TypeError("source must be a source name or a list of them, as shown by sources()")
+    chosen = frozenset(items)
+    if not chosen:
+        raise ValueError("source is an empty list: give at least one source, or leave it out")
+    return chosen
+
+
+def _check_actor(actor: Any) -> str:
+    if not isinstance(actor, str) or not actor.strip():
+        raise ValueError("added_by/actor must be a non-empty string naming the operator")
+    return actor.strip()
+
+
+def _check_progress(progress: Any) -> Progress | None:
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be a callable taking (done, total)")
+    return progress
+
+
+def _check_path(path: Any) -> Path:
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        raise TypeError(f"path must be a file path (str or Path), got {path!r}")
+    target = Path(path).expanduser()
+    if not target.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    return target
+
+
+def _check_id(chunk_id: Any) -> str:
+    if not isinstance(chunk_id, str) or not chunk_id:
+        raise TypeError(f"knowledge ids are non-empty strings, got {chunk_id!r}")
+    return chunk_id
+
+
+# -- LLM distillation --------------------------------------------------------------------------
+
+
+def _distil_with_llm(llm: Any, passage: str) -> list[str]:
+    """Facts the model finds in one passage; [] when it fails (the passage is then kept as is)."""
+    messages = [
+        {"role": "system", "content": DISTIL_PROMPT},
+        {"role": "user", "content": passage},
+    ]
+    try:
+        answer = complete_json(llm, messages, DISTIL_SCHEMA, name="knowledge_facts")
+    except Exception as exc:
+        log.warning("knowledge distillation failed (%s); keeping the passage as written", exc)
+        return []
+    facts = answer.get("facts")
+    if not isinstance(facts, list):
+        log.warning("knowledge distillation returned no fact list; keeping the passage as written")
+        return []
+    cleaned = []
+    for fact in facts:
+        if isinstance(fact, str) and fact.strip() and len(fact.strip()) <= MAX_FACT_CHARS:
+            cleaned.append(fact.strip())
+    return cleaned
+
+
+__all__ = [
+    "KNOWLEDGE_OWNER",
+    "IngestResult",
+    "KnowledgeChunk",
+    "KnowledgeHit",
+    "KnowledgeStore",
+]

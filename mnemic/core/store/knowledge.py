@@ -1,0 +1,240 @@
+"""The Chroma side of the knowledge store: one collection per namespace, `mnemic-<ns>-knowledge`.
+
+Knowledge is what every user of an agent reads, so it lives apart from the per-user memory
+collections (`mnemic-<ns>-m-<owner>`): nothing that writes memory holds a handle to this
+collection, and memory's `users()` and `drop_namespace()` never see it (its name does not carry
+the memory infix), so `Memory.reset()` leaves knowledge alone.
+
+`mnemic-<ns>-knowledge-audit` is the knowledge audit trail (who added or removed what, when),
+kept apart from memory's history so `Memory.reset()` does not erase it either. It also holds the
+store's generation: a value every mutation changes, so a process can tell cheaply whether its
+lexical index is still current.
+
+Chunk ids are derived from the chunk's content hash, so deduplication is a lookup by id and never
+a metadata filter (Chroma evaluates a `where` against every record in the database).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .chroma import StoredRow, _rows, namespace_slug
+
+log = logging.getLogger("mnemic")
+
+KNOWLEDGE_COLLECTION_SUFFIX = "-knowledge"
+# Not "-knowledge-history": namespace "x-knowledge" already owns "mnemic-x-knowledge-history" (its
+# memory history). No other namespace's collection can end in "-knowledge-audit".
+KNOWLEDGE_HISTORY_SUFFIX = "-knowledge-audit"
+_GENERATION_ID = "__generation__"
+_PLACEHOLDER_VECTOR = [1.0]
+# Chroma fails to compact a metadata list of ~8000 strings; 1000 is far from that and still
+# makes one entry per ingest of a typical document.
+HISTORY_IDS_PER_ENTRY = 1000
+_DEFAULT_BATCH = 1000
+# The id lookups of dedup and deletes need no vectors; chunks of this size keep each call small.
+_ID_BATCH = 2000
+
+
+class KnowledgeCollection:
+    """add / get / query / delete / list / clear on a namespace's knowledge collection."""
+
+    def __init__(self, client: Any, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.name = f"mnemic-{namespace_slug(namespace)}{KNOWLEDGE_COLLECTION_SUFFIX}"
+        self.history_name = f"mnemic-{namespace_slug(namespace)}{KNOWLEDGE_HISTORY_SUFFIX}"
+        self._lock = threading.RLock()
+        self._collection: Any | None = None
+        self._history: Any | None = None
+
+    def _handle(self, *, create: bool) -> Any | None:
+        with self._lock:
+            if self._collection is not None:
+                return self._collection
+            if create:
+                self._collection = self.client.get_or_create_collection(
+                    self.name,
+                    embedding_function=None,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"mnemic": "knowledge", "namespace": self.namespace},
+                )
+            else:
+                try:
+                    self._collection = self.client.get_collection(self.name, embedding_function=None)
+                except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
+                    return None
+            return self._collection
+
+    def batch_size(self) -> int:
+        try:
+            return max(1, min(int(self.client.get_max_batch_size()), 5000))
+        except Exception:
+            return _DEFAULT_BATCH
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def add(self, rows: Sequence[StoredRow]) -> None:
+        """Write rows in batches. If a batch fails, the batches already written are deleted again
+        before the error propagates, so a failed ingest leaves the collection as it was."""
+        if not rows:
+            return
+        collection = self._handle(create=True)
+        assert collection is not None
+        step = self.batch_size()
+        written: list[str] = []
+        try:
+            for start in range(0, len(rows), step):
+                chunk = rows[start:start + step]
+                collection.add(
+                    ids=[r.id for r in chunk],
+                    documents=[r.document for r in chunk],
+                    metadatas=[r.metadata for r in chunk],
+                    embeddings=np.stack([np.asarray(r.embedding, dtype=np.float32) for r in chunk]),
+                )
+                written.extend(r.id for r in chunk)
+        except BaseException:
+            # The failing batch may have landed in part: delete its ids too (deleting an id
+            # that is not there is a no-op in Chroma).
+            failed = [r.id for r in rows[len(written):len(written) + step]]
+            try:
+                self.delete([*written, *failed])
+            except Exception as exc:  # the original error is the one to report
+                log.error("could not delete a failed knowledge write (%d chunks): %s", len(written), exc)
+            raise
+
+    def delete(self, ids: Sequence[str]) -> None:
+        collection = self._handle(create=False)
+        if collection is None or not ids:
+            return
+        for start in range(0, len(ids), _ID_BATCH):
+            collection.delete(ids=list(ids[start:start + _ID_BATCH]))
+
+    def clear(self) -> None:
+        """Drop the whole collection (it is recreated on the next add)."""
+        with self._lock:
+            self._collection = None
+            try:
+                self.client.delete_collection(self.name)
+            except Exception:  # already gone
+                return
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        collection = self._handle(create=False)
+        if collection is None or not ids:
+            return set()
+        found: set[str] = set()
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), _ID_BATCH):
+            result = collection.get(ids=unique[start:start + _ID_BATCH], include=[])
+            found.update(result.get("ids") or [])
+        return found
+
+    def get(self, ids: Sequence[str], *, embeddings: bool = False) -> list[StoredRow]:
+        collection = self._handle(create=False)
+        if collection is None or not ids:
+            return []
+        include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
+        rows: list[StoredRow] = []
+        for start in range(0, len(ids), _ID_BATCH):
+            rows.extend(_rows(collection.get(ids=list(ids[start:start + _ID_BATCH]), include=include)))
+        return rows
+
+    def iterate(self, *, page: int = 1000, documents: bool = True) -> Iterator[StoredRow]:
+        collection = self._handle(create=False)
+        if collection is None:
+            return
+        include = ["metadatas"] + (["documents"] if documents else [])
+        offset = 0
+        while True:
+            rows = _rows(collection.get(limit=page, offset=offset, include=include))
+            yield from rows
+            if len(rows) < page:
+                return
+            offset += page
+
+    def query(self, vector: np.ndarray, *, n_results: int) -> list[tuple[str, float]]:
+        """(id, cosine distance) of the nearest chunks. Only ids and distances: documents are
+        fetched for the few that win fusion, which keeps a search to two small Chroma calls."""
+        collection = self._handle(create=False)
+        if collection is None:
+            return []
+        # Chroma returns fewer than n_results when the collection is smaller, so no count() first.
+        result = collection.query(query_embeddings=[vector], n_results=n_results, include=["distances"])
+        ids = (result.get("ids") or [[]])[0]
+        distances = (result.get("distances") or [[]])[0]
+        return [(rid, float(d)) for rid, d in zip(ids, distances, strict=True)]
+
+    def embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        collection = self._handle(create=False)
+        if collection is None or not ids:
+            return {}
+        result = collection.get(ids=list(ids), include=["embeddings"])
+        vectors = result.get("embeddings")
+        if vectors is None:
+            return {}
+        return {rid: np.asarray(v, dtype=np.float32) for rid, v in zip(result.get("ids") or [], vectors,
+                                                                       strict=True)}
+
+    def count(self) -> int:
+        collection = self._handle(create=False)
+        return 0 if collection is None else int(collection.count())
+
+    # -- audit trail and generation ---------------------------------------------------------------
+
+    def _history_handle(self) -> Any:
+        with self._lock:
+            if self._history is None:
+                self._history = self.client.get_or_create_collection(
+                    self.history_name, embedding_function=None,
+                    metadata={"mnemic": "knowledge-audit", "namespace": self.namespace},
+                )
+            return self._history
+
+    def add_history(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Entries carry `record_ids` (at most HISTORY_IDS_PER_ENTRY): one entry can stand for a
+        whole ingest, which keeps the trail from doubling the cost of a write."""
+        if not entries:
+            return
+        history = self._history_handle()
+        step = self.batch_size()
+        for start in range(0, len(entries), step):
+            chunk = entries[start:start + step]
+            history.add(
+                ids=[e["entry_id"] for e in chunk],
+                documents=[json.dumps({k: v for k, v in e.items() if k != "record_ids"}, default=str)
+                           for e in chunk],
+                metadatas=[{"record_ids": list(e["record_ids"]), "action": e["action"], "at": float(e["at_ts"])}
+                           for e in chunk],
+                embeddings=[_PLACEHOLDER_VECTOR] * len(chunk),
+            )
+
+    def delete_history(self, entry_ids: Sequence[str]) -> None:
+        history = self._history_handle()
+        for start in range(0, len(entry_ids), _ID_BATCH):
+            history.delete(ids=list(entry_ids[start:start + _ID_BATCH]))
+
+    def history_for(self, record_id: str) -> list[dict[str, Any]]:
+        result = self._history_handle().get(where={"record_ids": {"$contains": record_id}},
+                                            include=["documents"])
+        entries = [json.loads(doc) for doc in result.get("documents") or []]
+        return sorted(entries, key=lambda e: e["at_ts"])
+
+    def generation(self) -> float | None:
+        result = self._history_handle().get(ids=[_GENERATION_ID], include=["documents"])
+        documents = result.get("documents") or []
+        return float(json.loads(documents[0])) if documents else None
+
+    def set_generation(self, value: float) -> None:
+        self._history_handle().upsert(
+            ids=[_GENERATION_ID], documents=[json.dumps(value)], embeddings=[_PLACEHOLDER_VECTOR],
+            metadatas=[{"key": "generation"}],
+        )
