@@ -71,3 +71,18 @@ def test_user_id_must_be_a_string(memory: Memory) -> None:
         memory.remember("x", user_id=42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="user_id"):
         memory.recall("x", user_id="   ")
+
+
+def test_a_namespace_that_prefixes_another_never_sees_its_users(store_path: Path) -> None:
+    """Namespace "a" is a textual prefix of namespace "a-m"'s collection names."""
+    with Memory(store_path, namespace="a", embedder=HashEmbedder()) as short, \
+            Memory(store_path, namespace="a-m", embedder=HashEmbedder()) as long:
+        record = long.remember("lives only in a-m", user_id="zed")
+        assert record is not None
+        assert short.users() == []
+        assert short.list() == []
+        with pytest.raises(KeyError):
+            short.get(record.id)
+        short.reset()
+        assert long.get(record.id).text == "lives only in a-m"
+        assert long.users() == ["zed"]

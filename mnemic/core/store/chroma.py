@@ -145,8 +145,13 @@ class ChromaStore:
                 continue
             handle = collection if not isinstance(collection, str) else self.client.get_collection(
                 name, embedding_function=None)
-            user_id = (handle.metadata or {}).get("user_id")
-            if isinstance(user_id, str):
+            metadata = handle.metadata or {}
+            user_id = metadata.get("user_id")
+            # The prefix alone is not enough: namespace "a" is a prefix of namespace "a-m"'s
+            # collections. Only a collection whose whole name is derived from this namespace and
+            # its own recorded owner belongs here.
+            if (isinstance(user_id, str) and metadata.get("namespace") == self.namespace
+                    and name == self.collection_name(user_id)):
                 found.append(user_id)
         return sorted(found)
 
@@ -269,6 +274,8 @@ class ChromaStore:
         """A record from a named collection of this namespace (the lexical index knows which)."""
         if not collection_name.startswith(self.prefix + MEMORY_COLLECTION_INFIX):
             return None
+        if len(collection_name) != len(self.prefix + MEMORY_COLLECTION_INFIX) + 32:
+            return None  # another namespace's collection that merely shares our prefix
         with self._lock:
             collection = self._collections.get(collection_name)
         if collection is None:
