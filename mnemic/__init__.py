@@ -10,6 +10,7 @@ Agent frameworks are optional: `mnemic.integrations.crewai` and `mnemic.integrat
 import them only when used.
 """
 
+from .core.documents import DocumentError, UnsupportedDocumentError
 from .core.embeddings import (
     CallableEmbedder,
     ChromaEmbedder,
@@ -22,10 +23,14 @@ from .core.embeddings import (
     WeightsNotFoundError,
 )
 from .core.history import HistoryEntry
+from .core.knowledge import IngestResult, KnowledgeChunk, KnowledgeHit, KnowledgeStore
+from .core.llm import LLMOutputError
 from .core.lock import StoreLockedError
 from .core.memory import Memory
+from .core.policy import EffectivePolicy, MemoryPolicy, PolicyError
 from .core.ranking import RecallWeights
 from .core.records import MemoryMatch, MemoryRecord, ScoreBreakdown
+from .core.stats import WriteStats
 from .core.store import EmbedderMismatchError
 from .core.views import MemoryView
 
@@ -34,21 +39,32 @@ __version__ = "0.1.0"
 __all__ = [
     "CallableEmbedder",
     "ChromaEmbedder",
+    "DocumentError",
+    "EffectivePolicy",
     "Embedder",
     "EmbedderMismatchError",
     "EmbeddingError",
     "HashEmbedder",
     "HistoryEntry",
+    "IngestResult",
+    "KnowledgeChunk",
+    "KnowledgeHit",
+    "KnowledgeStore",
+    "LLMOutputError",
     "LiteLLMEmbedder",
     "Memory",
     "MemoryMatch",
+    "MemoryPolicy",
     "MemoryRecord",
     "MemoryView",
     "MiniLM",
+    "PolicyError",
     "RecallWeights",
     "ScoreBreakdown",
     "StoreLockedError",
+    "UnsupportedDocumentError",
     "WeightsMismatchError",
     "WeightsNotFoundError",
+    "WriteStats",
     "__version__",
 ]
