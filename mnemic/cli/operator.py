@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from mnemic.core.memory import Memory
@@ -288,8 +288,11 @@ def knowledge_add_file(store: Path, server: str | None, namespace: str, embedder
     with opened(store, server, namespace, embedder) as memory, Progress(console=_err) as bar:
         for path in paths:
             task = bar.add_task(str(path), total=None)
-            result = memory.knowledge.add_file(
-                path, progress=lambda done, total, task=task: bar.update(task, completed=done, total=total))
+
+            def advance(done: int, total: int, task: TaskID = task) -> None:
+                bar.update(task, completed=done, total=total)
+
+            result = memory.knowledge.add_file(path, progress=advance)
             bar.update(task, description=f"{path}: {len(result.added)} chunks")
 
 

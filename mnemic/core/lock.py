@@ -8,10 +8,11 @@ is released by the OS when the process dies, so a crash never leaves a stale loc
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 
-if os.name == "nt":  # pragma: no cover - exercised on Windows only
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 else:
     import fcntl
@@ -32,7 +33,7 @@ class StoreLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            if os.name == "nt":  # pragma: no cover
+            if sys.platform == "win32":  # pragma: no cover
                 msvcrt.locking(handle, msvcrt.LK_NBLCK, 1)
             else:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -53,7 +54,7 @@ class StoreLock:
         if self._handle is None:
             return
         try:
-            if os.name != "nt":
+            if sys.platform != "win32":
                 fcntl.flock(self._handle, fcntl.LOCK_UN)
         finally:
             os.close(self._handle)
