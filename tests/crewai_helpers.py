@@ -46,6 +46,7 @@ class ScriptedLLM(BaseLLM):
     default: str = "Noted."
     _responder: Responder | None = PrivateAttr(default=None)
     _prompts: list[str] = PrivateAttr(default_factory=list)
+    _calls: list[list[dict[str, str]]] = PrivateAttr(default_factory=list)
 
     def __init__(self, answers: dict[str, str] | None = None, *, responder: Responder | None = None,
                  default: str = "Noted.", **data: Any) -> None:
@@ -56,10 +57,20 @@ class ScriptedLLM(BaseLLM):
     def prompts(self) -> list[str]:
         return self._prompts
 
+    @property
+    def calls(self) -> list[list[dict[str, str]]]:
+        """Every request as its messages ({"role", "content"}), to check where text was placed."""
+        return self._calls
+
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
              from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:
         text = prompt_text(messages)
         self._prompts.append(text)
+        if isinstance(messages, str):
+            self._calls.append([{"role": "user", "content": messages}])
+        else:
+            self._calls.append([{"role": str(m.get("role", "")), "content": str(m.get("content", ""))}
+                                for m in messages])
         if self._responder is not None:
             return self._responder(text)
         current = text.split("Current Task:", 1)[-1]

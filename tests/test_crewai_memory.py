@@ -119,10 +119,13 @@ def test_off_and_explicit_store_nothing_automatically(store: Memory, mode: str) 
     crew = make_crew(crew_memory, llm)
     crew.kickoff(inputs={"user_id": "alice", "message": "I live in Austin."})
     assert store.list(include_invalid=True, include_pending=True) == []
-    # Under off CrewAI is told the memory is read-only: no extraction, no "Save to memory" tool.
+    # Under off CrewAI is told the memory is read-only: no extraction. The tools it offers are
+    # mnemic's (never its own "Save to memory"): remember under explicit, no memory tool under off.
     assert crew_memory.read_only is (mode == "off")
+    assert not any("save_to_memory" in p for p in llm.prompts)
     tool_lists = [p for p in llm.prompts if "Tool Name:" in p]
-    assert all(("save_to_memory" in p) is (mode == "explicit") for p in tool_lists)
+    assert bool(tool_lists) is (mode == "explicit")
+    assert all("Tool Name: remember" in p for p in tool_lists)
 
 
 def test_explicit_writes_still_work_under_explicit(store: Memory) -> None:

@@ -8,9 +8,12 @@ otherwise they come from the run: the CrewMemory of the agent, crew or flow exec
 and the user that memory is serving (see `mnemic.integrations.crewai`). A tool the policy does not
 allow answers honestly, and no tool ever raises into the agent loop.
 
-In a Crew whose memory is a CrewMemory, CrewAI also gives every agent its own "Search memory" and
-"Save to memory" tools, both routed to mnemic; CrewAI's "Search memory" replaces a tool with the
-same name, which is the case for `SearchMemory` (both are `search_memory` to the model).
+Where CrewAI adds memory tools itself (a Crew, Agent or LiteAgent whose memory is a CrewMemory),
+the integration gives it `policy_tools(...)` instead of CrewAI's "Search memory"/"Save to memory":
+only the tools the policy offers (none under `off`, `search_memory` under `auto`, plus `remember`
+under `explicit`, plus `search_knowledge` when the knowledge store is on). They keep these names,
+so CrewAI's merge treats them as the same tools an agent lists itself: in a Crew they replace the
+agent's own, in `Agent.kickoff`/LiteAgent the agent's own win; either way one tool per name.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class _MnemicTool(BaseTool):
                         description="A mnemic Memory or a CrewMemory; by default the running crew's.")
     user_id: str | None = Field(default=None, exclude=True,
                                 description="The user; by default the one the run is for.")
+    scope: Any = Field(default=None, exclude=True,
+                       description="mnemic scope (or scopes, for searches) the tool works in; default all.")
 
     def _target(self) -> tuple[Memory | None, str | None, str | None]:
         """(mnemic Memory, user, session) for this call."""
@@ -113,7 +118,7 @@ class SearchMemory(_MnemicTool):
             if memory is None:
                 return NOT_CONFIGURED
             return tool_logic.search_memory(memory, query if query is not None else kwargs.get("queries"),
-                                            user_id=user)
+                                            user_id=user, scope=self.scope)
         except Exception as exc:
             log.exception("SearchMemory failed")
             return f"Memory search failed ({type(exc).__name__}: {exc}). Continue without memory."
@@ -131,8 +136,9 @@ class Remember(_MnemicTool):
             memory, user, session = self._target()
             if memory is None:
                 return NOT_CONFIGURED
+            scope = self.scope if isinstance(self.scope, str) else None
             return tool_logic.remember(memory, fact if fact is not None else kwargs.get("content"),
-                                       user_id=user, session_id=session)
+                                       user_id=user, scope=scope, session_id=session)
         except Exception as exc:
             log.exception("Remember failed")
             return f"Saving to memory failed ({type(exc).__name__}: {exc}). The fact was not stored."
@@ -161,6 +167,31 @@ def memory_tools() -> list[BaseTool]:
     return [SearchMemory(), Remember(), SearchKnowledge()]
 
 
+def policy_tools(memory: Any, *, user_id: str | None = None, scope: Any = None, write_scope: str | None = None,
+                 writable: bool = True) -> list[BaseTool]:
+    """The tools the memory policy offers for `memory` (a mnemic Memory or a CrewMemory), for
+    frameworks that build the tool list themselves: see `mnemic.tools.core.allowed_tools`.
+
+    `scope` limits searches (a scope or a list of scopes), `write_scope` is where `remember`
+    writes (default `scope` when it is one scope), and `writable=False` (a read-only memory) leaves
+    `remember` out. The policy is read now; each tool still checks it again when called."""
+    core = memory if isinstance(memory, Memory) else getattr(memory, "mnemic", None)
+    if not isinstance(core, Memory):
+        raise TypeError(f"memory must be a mnemic Memory or a CrewMemory, got {type(memory).__name__}")
+    tools: list[BaseTool] = []
+    for name in tool_logic.allowed_tools(core):
+        if name == "remember":
+            if not writable:
+                continue
+            where = write_scope if write_scope is not None else (scope if isinstance(scope, str) else None)
+            tools.append(Remember(memory=memory, user_id=user_id, scope=where))
+        elif name == "search_memory":
+            tools.append(SearchMemory(memory=memory, user_id=user_id, scope=scope))
+        elif name == "search_knowledge":
+            tools.append(SearchKnowledge(memory=memory, user_id=user_id))
+    return tools
+
+
 __all__ = [
     "NOT_CONFIGURED",
     "Remember",
@@ -168,5 +199,6 @@ __all__ = [
     "SearchKnowledge",
     "SearchMemory",
     "memory_tools",
+    "policy_tools",
     "set_run_context_resolver",
 ]

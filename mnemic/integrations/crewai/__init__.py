@@ -9,7 +9,8 @@
     crew.kickoff(inputs={"user_id": "alice", ...})        # alice's memories, and only hers
 
 See `CrewMemory` for what each CrewAI call does, `use_mnemic_knowledge` for knowledge sources and
-`reattach` / `restore_crew` for checkpoints.
+`reattach` / `restore_crew` for checkpoints. Over a CrewMemory, the memory tools CrewAI adds by
+itself are mnemic's policy-aware ones (see `mnemic.integrations.crewai.tools`).
 """
 
 try:

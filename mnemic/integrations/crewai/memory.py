@@ -6,7 +6,9 @@ a memory object, routing each into mnemic's core:
 
 - before a task, `recall(task.description, limit=5)` returns mnemic's hybrid matches as CrewAI
   `MemoryMatch` objects whose `format()` marks them as possibly out of date and not instructions;
-  lessons are never mixed into it;
+  lessons are never mixed into it; under the policy's `inject="profile"` the user's profile (their
+  newest facts) leads that block, once, with the recalled facts it does not already hold;
+- the memory tools CrewAI adds itself are replaced by mnemic's policy-aware ones (`tools.py`);
 - after a task, `extract_memories(text)` hands the turn to mnemic's write pipeline (`observe`)
   under the memory policy and returns [] so that CrewAI's follow-up `remember_many` stores
   nothing twice (see `extract_memories`);
@@ -318,6 +320,33 @@ def to_crewai_matches(matches: Sequence[CoreMatch], *, note: str | None) -> list
     return result
 
 
+class ProfileMatch(CrewMemoryMatch):
+    """The user's profile (`Memory.profile`, already headed as background that may be out of date
+    and is not instructions) as the first match of a pre-task recall; `format()` gives it whole."""
+
+    _text: str = PrivateAttr(default="")
+
+    def format(self) -> str:
+        return self._text
+
+
+def _profile_match(text: str, user_id: str) -> ProfileMatch:
+    now = _naive_utc(None)
+    match = ProfileMatch(
+        record=MemoryRecord(id=f"mnemic-profile:{user_id}", content=text, scope=ROOT, created_at=now,
+                            last_accessed=now, metadata={"kind": "profile"}),
+        score=1.0,
+        match_reasons=["profile"],
+    )
+    match._text = text
+    return match
+
+
+def _fact_line(record: CoreRecord) -> str:
+    """A fact as `format_profile` writes it (one line), to tell which recalled facts it holds."""
+    return f"- {' '.join(record.text.split())} (remembered {record.created_at.date().isoformat()})"
+
+
 def _slug(value: str) -> str:
     cleaned = _SLUG_BAD.sub("-", value.strip()).strip("-")
     return (cleaned or "unnamed")[:128]
@@ -540,7 +569,7 @@ class CrewMemory(Memory):
 
     def _caller(self) -> tuple[str, str]:
         """(author, source_kind) of a direct write: inside a crew task it is the agent's doing
-        (CrewAI's "Save to memory" tool); elsewhere the application's."""
+        (a tool it called); elsewhere the application's."""
         if context.current_task_step() is not None:
             return "agent", "remember_tool"
         return "operator", "operator"
@@ -575,7 +604,32 @@ class CrewMemory(Memory):
             return to_crewai_matches(lessons[:limit], note=None)
         found = self._mnemic.recall(query, user_id=user, limit=limit, scope=self._scope(scope),
                                     categories=categories, kinds=TASK_KINDS, source=source)
+        if source is None and not categories and self._is_pre_task_recall(query):
+            profile = self._profile_text(user, scope)
+            if profile:
+                # One block: the profile, then what the task's recall found that it does not hold.
+                held = set(profile.splitlines()[1:])
+                rest = [m for m in found if _fact_line(m.record) not in held]
+                return [_profile_match(profile, user), *to_crewai_matches(rest, note=None)]
         return to_crewai_matches(found, note=CONTEXT_NOTE)
+
+    def _is_pre_task_recall(self, query: str) -> bool:
+        """Whether this is the recall CrewAI makes to build a task's prompt (agent/core.py
+        `_retrieve_memory_context`: `recall(task.description, limit=5)`, once per prompt, appended
+        to the task's user message), as opposed to a tool's or the application's own recall."""
+        step = context.current_task_step()
+        return step is not None and query == getattr(step.task, "description", None)
+
+    def _profile_text(self, user: str, scope: str | None) -> str:
+        """The user's profile under the policy's `inject="profile"`, else "" (never raises: the
+        task prompt then carries the recalled facts alone)."""
+        try:
+            if self._mnemic.effective_policy().inject != "profile":
+                return ""
+            return self._mnemic.profile(user, scope=self._scope(scope))
+        except Exception:
+            log.exception("could not read the profile of %s for the task prompt", user)
+            return ""
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -872,13 +926,16 @@ def _resolve_run() -> Any:
 
 def install() -> None:
     """Process-wide set-up, idempotent: the storage factory that keeps rebuilt copies off LanceDB,
-    the kickoff and step hooks, and how the tools read the run. Done on import of
+    the kickoff and step hooks, how the tools read the run, and mnemic's tools in place of CrewAI's
+    built-in memory tools for CrewMemory. Done on import of
     `mnemic.integrations.crewai`; the hooks do nothing for runs that use no mnemic memory."""
     _install_storage_factory()
     context.install(_check_kickoff)
     from ...tools import crewai as crewai_tools
+    from . import tools as builtin_tools
 
     crewai_tools.set_run_context_resolver(_resolve_run)
+    builtin_tools.install()
 
 
 __all__ = [
@@ -887,6 +944,7 @@ __all__ = [
     "CrewMemoryMatch",
     "DetachedMemoryError",
     "DetachedStorage",
+    "ProfileMatch",
     "UnknownUserError",
     "find_live",
     "install",

@@ -1,0 +1,106 @@
+"""mnemic's policy-aware tools in place of CrewAI's built-in memory tools, for CrewMemory only.
+
+CrewAI gives an agent whose memory is set two tools of its own, "Search memory" and "Save to
+memory" (`crewai.tools.memory_tools.create_memory_tools`, called from `Crew._add_memory_tools`,
+`Agent.kickoff` and `LiteAgent`). Over a CrewMemory they would not follow mnemic's policy: under
+`off` the search answers "No relevant memories found." (a tool that always returns nothing teaches
+the model to stop calling tools) and under `auto` the model is still offered a save.
+
+CrewAI has no extension point for this (its tool hooks can block a call but cannot change which
+tools are offered), and all three callers import `create_memory_tools` from its module at call
+time. So `install()` replaces that one module attribute, once per process, with a wrapper that
+returns `mnemic.tools.crewai.policy_tools(...)` when the memory is a CrewMemory (directly, through
+a `MemoryScope`/`MemorySlice` view, or a copy CrewAI rebuilt from one) and hands every other memory
+to CrewAI's own function unchanged. What the model is offered:
+
+- `off`: no memory tool (`search_knowledge` only when the knowledge store is on);
+- `auto`: `search_memory` (the extractor captures facts, so no `remember`);
+- `explicit`: `search_memory` and `remember` (not `remember` for a read-only memory or slice);
+- `search_knowledge` whenever the policy's `knowledge` is on.
+
+The tools keep mnemic's names. `search_memory` is what CrewAI's own "Search memory" is called in the
+model's tool list (CrewAI sanitises tool names), so CrewAI's prompt ("use the Search memory tool")
+still points at it; and with mnemic's names CrewAI's merge treats them as the tools an agent may
+list itself (`SearchMemory()`, `Remember()`, `SearchKnowledge()`), so the model never sees two
+tools for one job. The user comes from the run (the kickoff's inputs, `for_user()` or the bound
+user) exactly as for those tools. Building the tools never raises into CrewAI: on a failure the
+model is offered no memory tools, and the log says why.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from crewai.memory.memory_scope import MemoryScope, MemorySlice
+from crewai.tools import BaseTool
+
+from ...core.scopes import ROOT
+from ...tools.crewai import policy_tools
+from .memory import CrewMemory, _is_detached, _marker_config, find_live
+
+log = logging.getLogger("mnemic.crewai")
+
+_install_lock = threading.Lock()
+
+
+def _backing(memory: Any) -> CrewMemory | None:
+    """The CrewMemory behind a CrewAI memory object, or None when it is not mnemic's."""
+    if _is_detached(memory):
+        # A copy CrewAI rebuilt (Agent.copy, checkpoint restore) and nothing re-attached yet.
+        return find_live(_marker_config(getattr(memory, "storage", None)) or {})
+    return memory if isinstance(memory, CrewMemory) else None
+
+
+def tools_for(memory: Any) -> list[BaseTool] | None:
+    """mnemic's tools for a CrewAI memory (a CrewMemory or a view of one), or None for any other."""
+    view = memory if isinstance(memory, (MemoryScope, MemorySlice)) else None
+    backing = _backing(getattr(view, "_memory", None) if view is not None else memory)
+    if backing is None:
+        return None
+    writable = not backing._writes_refused()
+    search: str | list[str] | None
+    if isinstance(view, MemorySlice):
+        search = [backing._scope(s) for s in view.scopes] or None
+        write = backing._scope(None)
+        writable = writable and not view.read_only
+    else:
+        # A MemoryScope's root is where CrewAI would search and write (CrewMemory joins it under its
+        # own root_scope, as CrewMemory.recall does); a bare CrewMemory works in its root_scope.
+        root = (getattr(view, "_root", None) or ROOT) if view is not None else None
+        write = backing._scope(root)
+        search = write
+    return policy_tools(backing, scope=None if search == ROOT else search,
+                        write_scope=None if write == ROOT else write, writable=writable)
+
+
+def _wrap(original: Callable[[Any], list[BaseTool]]) -> Callable[[Any], list[BaseTool]]:
+    @functools.wraps(original)
+    def create_memory_tools(memory: Any) -> list[BaseTool]:
+        try:
+            tools = tools_for(memory)
+        except Exception:
+            log.exception("could not build mnemic's memory tools for %s; offering none", type(memory).__name__)
+            return []
+        return original(memory) if tools is None else tools
+
+    create_memory_tools.mnemic_crewai = True  # type: ignore[attr-defined]
+    return create_memory_tools
+
+
+def install() -> None:
+    """Route `crewai.tools.memory_tools.create_memory_tools` through `tools_for`, once per process.
+    Memories that are not mnemic's get CrewAI's own tools, exactly as before."""
+    from crewai.tools import memory_tools as crewai_memory_tools
+
+    with _install_lock:
+        current = crewai_memory_tools.create_memory_tools
+        if getattr(current, "mnemic_crewai", False):
+            return
+        crewai_memory_tools.create_memory_tools = _wrap(current)  # type: ignore[assignment]
+
+
+__all__ = ["install", "tools_for"]
