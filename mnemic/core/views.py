@@ -8,6 +8,7 @@ forget and reset, with PermissionError.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ class MemoryView:
                 "Use memory.slice(paths, read_only=False) or the Memory itself to write."
             )
 
-    def _inside(self, relative: str | None) -> list[str]:
+    def _inside(self, relative: str | None) -> builtins.list[str]:
         if relative is None or normalise_scope(relative) == ROOT:
             return list(self.paths)
         return [join_scope(base, relative) for base in self.paths]
@@ -58,16 +59,16 @@ class MemoryView:
     # -- reads --------------------------------------------------------------------------------
 
     def recall(self, query: str, *, user_id: str | None, scope: str | None = None, **options: Any
-               ) -> list[MemoryMatch]:
+               ) -> builtins.list[MemoryMatch]:
         return self.memory.recall(query, user_id=user_id, scope=self._inside(scope), **options)
 
-    def list(self, *, scope: str | None = None, **options: Any) -> list[MemoryRecord]:
+    def list(self, *, scope: str | None = None, **options: Any) -> builtins.list[MemoryRecord]:
         return self.memory.list(scope=self._inside(scope), **options)
 
     def get(self, record_id: str) -> MemoryRecord:
         return self._own(record_id)
 
-    def history(self, record_id: str) -> list[HistoryEntry]:
+    def history(self, record_id: str) -> builtins.list[HistoryEntry]:
         self._own(record_id)
         return self.memory.history(record_id)
 
@@ -77,8 +78,8 @@ class MemoryView:
     def info(self, scope: str | None = None, *, user_id: str | None = None) -> dict[str, Any]:
         return {path: self.memory.info(path, user_id=user_id) for path in self._inside(scope)}
 
-    def list_scopes(self, parent: str | None = None, *, user_id: str | None = None) -> list[str]:
-        found: list[str] = []
+    def list_scopes(self, parent: str | None = None, *, user_id: str | None = None) -> builtins.list[str]:
+        found: builtins.list[str] = []
         for path in self._inside(parent):
             found.extend(self.memory.list_scopes(path, user_id=user_id))
         return sorted(set(found))
@@ -103,7 +104,7 @@ class MemoryView:
         self._deny_writes("remember")
         return self.memory.remember(text, user_id=user_id, scope=self._write_scope(scope), **options)
 
-    def remember_many(self, texts: Iterable[str], *, scope: str | None = None, **options: Any) -> list[str]:
+    def remember_many(self, texts: Iterable[str], *, scope: str | None = None, **options: Any) -> builtins.list[str]:
         self._deny_writes("remember_many")
         return self.memory.remember_many(texts, scope=self._write_scope(scope), **options)
 
