@@ -9,6 +9,7 @@ index is repaired from Chroma (see `LexicalIndex.sync`).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import sqlite3
 import threading
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+COVERAGE_CAP = 5000
 
 # Function words that carry no topic: leaving them in an OR query makes every record a hit.
 STOPWORDS = frozenset(
@@ -144,6 +146,54 @@ class LexicalIndex:
                 return []
         return [LexicalHit(record_id=r[0], bm25=-float(r[1])) for r in rows]
 
+    def coverage(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP) -> dict[str, float]:
+        """For each of the user's records holding a query word: the idf-weighted share of the
+        query's words it holds, 0..1. A record that answers the whole question scores near 1;
+        one sharing only a common word (a name said in every turn) scores near 0.
+
+        Document frequencies are the user's own, so one user's vocabulary does not make
+        another's words look rare. A word in more than `cap` records is counted as in `cap`:
+        it is common, its weight is small, and listing every record would cost more than it says.
+        """
+        terms = query_terms(query)
+        if not terms:
+            return {}
+        owner = "owner : " + owner_token(user_id)
+        postings: list[frozenset[str]] = []
+        with self._lock:
+            try:
+                total = int(self._db.execute(
+                    "SELECT count(*) FROM lexical WHERE lexical MATCH ?", (owner,)).fetchone()[0])
+                for term in terms:
+                    rows = self._db.execute(
+                        "SELECT record_id FROM lexical WHERE lexical MATCH ? LIMIT ?",
+                        (owner + ' AND body : "' + term.replace('"', '""') + '"', cap),
+                    ).fetchall()
+                    postings.append(frozenset(r[0] for r in rows))
+            except sqlite3.OperationalError:
+                return {}
+        if total == 0:
+            return {}
+        # Two query words with one stem ("dance", "dancing") match the same records: count them
+        # once. A word no record holds still counts: the records answer less of the question.
+        weights: dict[frozenset[str], float] = {}
+        unmatched = 0.0
+        for found in postings:
+            df = len(found)
+            weight = math.log((total - df + 0.5) / (df + 0.5) + 1.0)
+            if found:
+                weights.setdefault(found, weight)
+            else:
+                unmatched += weight
+        whole = sum(weights.values()) + unmatched
+        if whole <= 0:
+            return {}
+        shares: dict[str, float] = {}
+        for found, weight in weights.items():
+            for record_id in found:
+                shares[record_id] = shares.get(record_id, 0.0) + weight / whole
+        return shares
+
     def collection_of(self, record_id: str) -> str | None:
         with self._lock:
             row = self._db.execute("SELECT collection FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
@@ -179,10 +229,15 @@ class LexicalIndex:
 
 def matched_terms(query: str, text: str) -> list[str]:
     """Query words that appear in the text (by a shared stem-ish prefix), for explanations."""
-    words = {w for w in _TOKEN.findall(text.casefold())}
+    folded = text.casefold()
+    words: set[str] | None = None
     found = []
     for term in query_terms(query):
         stem = term[: max(4, len(term) - 3)] if len(term) > 5 else term
+        if stem not in folded:  # a prefix of no word then: skips the word scan for most terms
+            continue
+        if words is None:
+            words = set(_TOKEN.findall(folded))
         if any(w.startswith(stem) for w in words):
             found.append(term)
     return found

@@ -979,13 +979,18 @@ class Memory:
         kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or [])]
         self.drain_writes()
         self._maybe_sync(owner)
-        from .ranking import NEIGHBOUR_REACH, NEIGHBOUR_SEEDS, own_relevance, query_time_window
+        from .ranking import (
+            DENSE_POOL,
+            LEXICAL_HITS,
+            LEXICAL_PROBES,
+            NEIGHBOUR_REACH,
+            NEIGHBOUR_SEEDS,
+            own_relevance,
+            query_time_window,
+        )
 
         now = utcnow()
-        import os as _os
-        pool = max(limit * 2, int(_os.environ.get("MNEMIC_DENSE", 40)))
-        lex_pool = int(_os.environ.get("MNEMIC_LEXPOOL", 100))
-        lex_hydrate = int(_os.environ.get("MNEMIC_LEXH", 30))
+        pool = max(limit * 2, DENSE_POOL)
 
         vector = self.embedder.embed([query_text])[0]
 
@@ -1011,21 +1016,27 @@ class Memory:
         exhausted = len(rows) < fetch
         weakest = min((c.cosine for c in candidates.values() if c.cosine is not None), default=1.0)
 
-        hits = self._lexical.search(query_text, user_id=owner, limit=lex_pool)
+        # bm25 for every record sharing a word (FTS5 scores them all to sort anyway): a record that
+        # only context lifts into the results still needs its own lexical relevance.
+        hits = self._lexical.search(query_text, user_id=owner, limit=LEXICAL_HITS)
         shares = self._lexical.coverage(query_text, user_id=owner)
         bm25 = {h.record_id: h.bm25 for h in hits}
         for candidate in candidates.values():
             candidate.bm25 = bm25.get(candidate.record.id)
             candidate.coverage = shares.get(candidate.record.id, 0.0)
-        # Records found by words only. Reading a record from Chroma costs ~0.2 ms, so only the
-        # most promising are read: their cosine is at most the weakest dense candidate's (or
-        # unknown when the dense side returned everything), which bounds what they can score.
-        others = {rid for rid in [*bm25, *sorted(shares, key=shares.__getitem__, reverse=True)[:lex_pool]]
-                  if rid not in candidates}
+        # Records found by words only. Reading a record from Chroma costs ~0.2-0.4 ms (metadata),
+        # so only the most promising are read. Their cosine is at most the weakest dense
+        # candidate's (when the dense side did not return everything), which bounds their score.
         bound = 0.0 if exhausted else weakest
-        probes = sorted(others, key=lambda rid: own_relevance(Candidate(
-            record=None, cosine=bound, bm25=bm25.get(rid), coverage=shares.get(rid, 0.0)), self.weights),  # type: ignore[arg-type]
-            reverse=True)[:lex_hydrate]
+
+        def promise(record_id: str) -> float:
+            bm = bm25.get(record_id) or 0.0
+            return (self.weights.semantic * max(0.0, bound)
+                    + self.weights.lexical * bm / (bm + self.weights.lexical_saturation)
+                    + self.weights.coverage * shares.get(record_id, 0.0))
+
+        others = [rid for rid in dict.fromkeys([*bm25, *shares]) if rid not in candidates]
+        probes = sorted(others, key=promise, reverse=True)[:max(limit * 2, LEXICAL_PROBES)]
         if probes:
             rows = self._store.get(owner, ids=probes, embeddings=True)
             found = {row.id for row in rows}
@@ -1041,16 +1052,15 @@ class Memory:
 
         # A turn next to a strong match often holds the answer to what that turn asked, in words
         # of its own: fetch the neighbours of the best matches so conversation context can score
-        # them (worth ~1.7 points of recall@10 on LoCoMo).
+        # them (worth ~3 points of recall@10 on LoCoMo).
         present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
         in_turns = [c for c in candidates.values() if c.record.session_id is not None and c.record.turn is not None]
-        seeds = sorted(in_turns, key=lambda c: own_relevance(c, self.weights), reverse=True)[:int(_os.environ.get('MNEMIC_SEEDS', NEIGHBOUR_SEEDS))]
+        seeds = sorted(in_turns, key=lambda c: own_relevance(c, self.weights), reverse=True)[:NEIGHBOUR_SEEDS]
         wanted: dict[str, set[int]] = {}
         for seed in seeds:
             session, turn = seed.record.session_id, seed.record.turn
             assert session is not None and turn is not None
-            reach = int(_os.environ.get('MNEMIC_REACH', NEIGHBOUR_REACH))
-            for step in range(-reach, reach + 1):
+            for step in range(-NEIGHBOUR_REACH, NEIGHBOUR_REACH + 1):
                 if step and (session, turn + step) not in present:
                     wanted.setdefault(session, set()).add(turn + step)
         if wanted:
