@@ -57,6 +57,8 @@ def test_near_duplicates_merge_with_the_wording_in_history(memory: Memory) -> No
 
 @pytest.mark.parametrize(("a", "b"), [
     ("Has 2 kids.", "Has 3 kids."),
+    ("Has 2 dogs and 3 cats.", "Has 3 dogs and 2 cats."),
+    ("Writer 1 wrote fact 2.", "Writer 2 wrote fact 1."),
     ("Has a dog named Rex.", "Has a dog named Max."),
     ("Works at Google.", "Works at Microsoft."),
     ("Likes coffee.", "Likes tea."),

@@ -91,8 +91,9 @@ def has_change_marker(text: str) -> bool:
 
 
 @lru_cache(maxsize=8192)
-def numbers(text: str) -> frozenset[str]:
-    return frozenset(_NUMBER.findall(text))
+def numbers(text: str) -> tuple[str, ...]:
+    """The numbers in order: "2 dogs and 3 cats" and "3 dogs and 2 cats" are different facts."""
+    return tuple(_NUMBER.findall(text))
 
 
 @lru_cache(maxsize=8192)
