@@ -33,10 +33,12 @@ from .core.records import MemoryMatch, MemoryRecord, ScoreBreakdown
 from .core.stats import WriteStats
 from .core.store import EmbedderMismatchError
 from .core.views import MemoryView
+from .core.writer import BackgroundWriteError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BackgroundWriteError",
     "CallableEmbedder",
     "ChromaEmbedder",
     "DocumentError",

@@ -312,3 +312,25 @@ def test_core_observe_keeps_provenance_metadata(store: Memory) -> None:
         "Prefers tea.": "Barista", "Works at Initech.": "Recruiter"}
     with pytest.raises(ValueError, match="metadata key"):
         store.observe([{"role": "user", "content": "hi"}], user_id="bob", metadata={"bad key!": 1})
+
+
+def test_a_failed_background_save_is_reported_as_an_event_and_does_not_fail_the_kickoff(
+        store: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from crewai.events.event_bus import crewai_event_bus
+    from crewai.events.types.memory_events import MemorySaveFailedEvent
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(store._store, "add", disk_full)
+    failures: list[MemorySaveFailedEvent] = []
+    with crewai_event_bus.scoped_handlers():
+        crewai_event_bus.on(MemorySaveFailedEvent)(lambda source, event: failures.append(event))
+        llm = ScriptedLLM({INTAKE: "You live in Austin and you prefer PostgreSQL for databases."})
+        output = make_crew(CrewMemory(store), llm).kickoff(
+            inputs={"user_id": "alice", "message": "I prefer dark mode."})
+        crewai_event_bus.flush()
+    assert output.raw
+    assert failures and "No space left on device" in failures[0].error
+    assert "for user 'alice'" in (failures[0].value or "")
+    store.drain_writes()  # reported through CrewAI already, not again

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import heapq
 import logging
 import shutil
 import tempfile
@@ -91,6 +92,7 @@ from .validation import (
     check_turn,
     check_user_id,
 )
+from .writer import BackgroundWriteError, BackgroundWriter
 
 log = logging.getLogger("mnemic")
 
@@ -241,8 +243,6 @@ class Memory:
         self._thresholds = thresholds_for(self.embedder.name)
         # Turns seen under `explicit`, per (user, session), for memorize(); touched only by the writer.
         self._sessions: OrderedDict[tuple[str, str], _SessionBuffer] = OrderedDict()
-        from .writer import BackgroundWriter
-
         self._writer = BackgroundWriter()
         self.repair()
         if initial_policy is not None:
@@ -253,11 +253,15 @@ class Memory:
     def __enter__(self) -> Memory:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        # An exception already on its way out says more than a failed queued write would.
+        self.close(report_failures=exc is None)
 
-    def close(self) -> None:
-        """Finish queued writes and release the store (and its process lock)."""
+    def close(self, *, report_failures: bool = True) -> None:
+        """Finish queued writes and release the store (and its process lock).
+
+        Raises BackgroundWriteError afterwards if a queued write failed and was never reported.
+        """
         if self._closed:
             return
         self._writer.close()
@@ -267,9 +271,27 @@ class Memory:
             self._lock_handle.release()
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
+        failures = self._writer.take_failures()
+        if failures and report_failures:
+            raise BackgroundWriteError(failures)
 
     def drain_writes(self, timeout: float | None = None) -> None:
-        """Wait for every write queued by `remember_many` so far (a read barrier)."""
+        """Wait for every write queued so far (`remember_many`, `observe`) to be stored.
+
+        Raises BackgroundWriteError if one of them failed since the last report, naming what was
+        lost and why; the Memory stays usable and each failure is reported once.
+        """
+        self._writer.drain(timeout)
+        failures = self._writer.take_failures()
+        if failures:
+            raise BackgroundWriteError(failures)
+
+    def wait_for_writes(self, timeout: float | None = None) -> None:
+        """Wait for every write queued so far, without reporting failures (a read barrier).
+
+        Reads call this so a recall sees what was queued before it; failures stay for
+        `drain_writes()` or `close()` to report.
+        """
         self._writer.drain(timeout)
 
     def _check_open(self) -> None:
@@ -369,7 +391,7 @@ class Memory:
         )
         if not prepared:
             return None
-        self.drain_writes()
+        self.wait_for_writes()
         stored = self._persist_new(prepared, actor=actor or author)
         return stored[0] if stored else None
 
@@ -389,7 +411,8 @@ class Memory:
         prepared = self._prepare(items, **options, policy=policy)
         if not prepared:
             return []
-        self._writer.submit(lambda: self._persist_new(prepared, actor=actor or prepared[0].author))
+        self._writer.submit(lambda: self._persist_new(prepared, actor=actor or prepared[0].author),
+                            f"{len(prepared)} statement(s) for user {prepared[0].user_id!r} from remember_many()")
         return [r.id for r in prepared]
 
     def _prepare(
@@ -737,7 +760,9 @@ class Memory:
         captured = normalise_messages(messages)
         extra = check_metadata(metadata) or None
         self.stats.bump("turns_observed")
-        self._writer.submit(lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra))
+        self._writer.submit(
+            lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra),
+            f"a turn of {len(captured)} message(s) for user {owner!r} from observe()")
 
     def _observe_job(self, owner: str, session: str | None, turn: int | None, scope: str,
                      messages: builtins.list[Message], memory: bool,
@@ -977,7 +1002,7 @@ class Memory:
         scopes = self._scopes(scope)
         cats = check_categories(categories)
         kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or [])]
-        self.drain_writes()
+        self.wait_for_writes()
         self._maybe_sync(owner)
         from .ranking import (
             DENSE_POOL,
@@ -1036,7 +1061,7 @@ class Memory:
                     + self.weights.coverage * shares.get(record_id, 0.0))
 
         others = [rid for rid in dict.fromkeys([*bm25, *shares]) if rid not in candidates]
-        probes = sorted(others, key=promise, reverse=True)[:max(limit * 2, LEXICAL_PROBES)]
+        probes = heapq.nlargest(max(limit * 2, LEXICAL_PROBES), others, key=promise)
         if probes:
             rows = self._store.get(owner, ids=probes, embeddings=True)
             found = {row.id for row in rows}
@@ -1120,7 +1145,7 @@ class Memory:
         """A record by id, whatever its state (an operator call). Raises KeyError if unknown."""
         self._check_open()
         (record_id,) = check_ids([record_id])
-        self.drain_writes()
+        self.wait_for_writes()
         found = self._locate(record_id)
         if found is None:
             raise KeyError(f"no memory with id {record_id!r} in namespace {self.namespace!r}")
@@ -1157,7 +1182,7 @@ class Memory:
             raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
         scopes = self._scopes(scope)
         kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or [])]
-        self.drain_writes()
+        self.wait_for_writes()
         users = [check_user_id(user_id)] if user_id is not None else self._store.users()
         now = utcnow()
         records = []
@@ -1189,7 +1214,7 @@ class Memory:
         """Every landed mutation of a record, oldest first (also after it was deleted)."""
         self._check_open()
         (record_id,) = check_ids([record_id])
-        self.drain_writes()
+        self.wait_for_writes()
         raw = self._store.history_for(record_id)
         if not raw:
             raise KeyError(f"no memory with id {record_id!r} has any history in namespace {self.namespace!r}")
@@ -1316,7 +1341,7 @@ class Memory:
         cats = check_categories(categories)
         cutoff = check_older_than(older_than)
         id_set = set(check_ids(ids)) if ids is not None else None
-        self.drain_writes()
+        self.wait_for_writes()
         users = [owner] if owner is not None else self._store.users()
         erased = 0
         with self._write_lock:
@@ -1357,7 +1382,7 @@ class Memory:
     def reset(self) -> None:
         """Empty the whole namespace: every user's records, their history and settings."""
         self._check_open()
-        self.drain_writes()
+        self.wait_for_writes()
         with self._write_lock:
             for user_id in self._store.users():
                 self._lexical.drop_collection(self._store.collection_name(user_id))
@@ -1439,7 +1464,7 @@ class Memory:
     def users(self) -> builtins.list[str]:
         """Every user with records in this namespace (an operator call)."""
         self._check_open()
-        self.drain_writes()
+        self.wait_for_writes()
         return self._store.users()
 
     # -- knowledge (operator-written, read by every user; see knowledge.py) ---------------------

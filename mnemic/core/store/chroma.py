@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from .retry import retrying
+
 _PLACEHOLDER_VECTOR = [1.0]
 _NAME_SAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 MEMORY_COLLECTION_INFIX = "-m-"
@@ -95,7 +97,7 @@ class ChromaStore:
     """Per-user record collections plus the namespace's history and settings collections."""
 
     def __init__(self, client: Any, namespace: str) -> None:
-        self.client = client
+        self.client = retrying(client)
         self.namespace = namespace
         self.slug = namespace_slug(namespace)
         self.prefix = f"mnemic-{self.slug}"

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .chroma import StoredRow, _rows, namespace_slug
+from .retry import retrying
 
 log = logging.getLogger("mnemic")
 
@@ -46,7 +47,7 @@ class KnowledgeCollection:
     """add / get / query / delete / list / clear on a namespace's knowledge collection."""
 
     def __init__(self, client: Any, namespace: str) -> None:
-        self.client = client
+        self.client = retrying(client)
         self.namespace = namespace
         self.name = f"mnemic-{namespace_slug(namespace)}{KNOWLEDGE_COLLECTION_SUFFIX}"
         self.history_name = f"mnemic-{namespace_slug(namespace)}{KNOWLEDGE_HISTORY_SUFFIX}"

@@ -47,6 +47,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from crewai.events.event_bus import crewai_event_bus
+from crewai.events.types.memory_events import MemorySaveFailedEvent
 from crewai.hooks.dispatch import HookAborted
 from crewai.memory.memory_scope import MemoryScope, MemorySlice
 from crewai.memory.storage import factory as crewai_storage_factory
@@ -60,6 +62,7 @@ from ...core.records import MemoryRecord as CoreRecord
 from ...core.safety import redact
 from ...core.scopes import ROOT, join_scope
 from ...core.validation import check_user_id
+from ...core.writer import BackgroundWriteError
 from ...tools.core import CONTEXT_NOTE
 from . import context
 
@@ -766,12 +769,27 @@ class CrewMemory(Memory):
         return []
 
     def drain_writes(self) -> None:
-        """Wait for mnemic's queued writes (CrewAI calls this before a kickoff completes)."""
-        self._mnemic.drain_writes()
+        """Wait for mnemic's queued writes (CrewAI calls this before a kickoff completes).
+
+        As in CrewAI's own memory, a failed background save does not fail the crew that produced
+        the output: it is logged and emitted as a MemorySaveFailedEvent.
+        """
+        try:
+            self._mnemic.drain_writes()
+        except BackgroundWriteError as exc:
+            self._report_failed_saves(exc)
+
+    def _report_failed_saves(self, exc: BackgroundWriteError) -> None:
+        for failure in exc.failures:
+            log.warning("mnemic: background save failed: %s: %s", failure.description, failure.error)
+            crewai_event_bus.emit(self, MemorySaveFailedEvent(
+                value=failure.description, error=f"{type(failure.error).__name__}: {failure.error}",
+                source_type="mnemic",
+            ))
 
     def close(self) -> None:
         """Finish queued writes; close the mnemic Memory if this object opened it from a path."""
-        self._mnemic.drain_writes()
+        self.drain_writes()
         if self._owns_mnemic:
             self._mnemic.close()
 

@@ -150,7 +150,7 @@ class MemoryHooks:
         return format_profile(list(records.values()))
 
     def _profile_records(self, user_id: str) -> list[MemoryRecord]:
-        self.memory.drain_writes()  # facts still being written belong in the profile
+        self.memory.wait_for_writes()  # facts still being written belong in the profile
         signature = _change_signature(self.memory, user_id)
         now = time.monotonic()
         with self._turns_lock:
