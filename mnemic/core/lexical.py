@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 from pathlib import Path
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -174,22 +175,20 @@ class LexicalIndex:
                 return {}
         if total == 0:
             return {}
-        # Two query words with one stem ("dance", "dancing") match the same records: count them
-        # once. A word no record holds still counts: the records answer less of the question.
-        weights: dict[frozenset[str], float] = {}
-        unmatched = 0.0
-        for found in postings:
+        # Two forms of one word ("dance", "dancing") match the same records through the porter
+        # stemmer: count them once. A word no record holds still counts: the records answer less
+        # of the question.
+        kept: list[tuple[str, frozenset[str], float]] = []
+        for term, found in zip(terms, postings, strict=True):
+            if found and any(found == other and _shared_prefix(term, word) >= 4 for word, other, _ in kept):
+                continue
             df = len(found)
-            weight = math.log((total - df + 0.5) / (df + 0.5) + 1.0)
-            if found:
-                weights.setdefault(found, weight)
-            else:
-                unmatched += weight
-        whole = sum(weights.values()) + unmatched
+            kept.append((term, found, math.log((total - df + 0.5) / (df + 0.5) + 1.0)))
+        whole = sum(weight for _, _, weight in kept)
         if whole <= 0:
             return {}
         shares: dict[str, float] = {}
-        for found, weight in weights.items():
+        for _, found, weight in kept:
             for record_id in found:
                 shares[record_id] = shares.get(record_id, 0.0) + weight / whole
         return shares
@@ -245,3 +244,8 @@ def matched_terms(query: str, text: str) -> list[str]:
 
 def unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """How many leading characters two words share: a crude same-word test for stemmed matches."""
+    return sum(1 for _ in takewhile(lambda pair: pair[0] == pair[1], zip(a, b, strict=False)))

@@ -1,0 +1,101 @@
+"""Recall ranking: coverage, times named in a query, conversation context and absolute scores."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from mnemic import Memory
+from mnemic.core.lexical import LexicalIndex
+from mnemic.core.ranking import Candidate, RecallWeights, TimeWindow, fuse, query_time_window
+from mnemic.core.records import MemoryRecord, text_hash
+
+UTC = timezone.utc
+
+
+@pytest.mark.parametrize(("query", "window"), [
+    ("What did she do on 8 May, 2023?", TimeWindow(datetime(2023, 5, 8, tzinfo=UTC), datetime(2023, 5, 9, tzinfo=UTC))),
+    ("as of May 8th 2023", TimeWindow(datetime(2023, 5, 8, tzinfo=UTC), datetime(2023, 5, 9, tzinfo=UTC))),
+    ("plans for 2024-02-29", TimeWindow(datetime(2024, 2, 29, tzinfo=UTC), datetime(2024, 3, 1, tzinfo=UTC))),
+    ("trips in December 2022", TimeWindow(datetime(2022, 12, 1, tzinfo=UTC), datetime(2023, 1, 1, tzinfo=UTC))),
+    ("what did I paint in October?", TimeWindow(month=10)),
+    ("books read in 2021", TimeWindow(datetime(2021, 1, 1, tzinfo=UTC), datetime(2022, 1, 1, tzinfo=UTC))),
+    # No such day: the month it names still holds.
+    ("on 31 February, 2023", TimeWindow(datetime(2023, 2, 1, tzinfo=UTC), datetime(2023, 3, 1, tzinfo=UTC))),
+])
+def test_query_time_window_reads_explicit_dates(query: str, window: TimeWindow) -> None:
+    assert query_time_window(query) == window
+
+
+@pytest.mark.parametrize("query", ["May I ask what we chose?", "what happened last week", "since 1850 or so"])
+def test_query_time_window_ignores_what_names_no_date(query: str) -> None:
+    assert query_time_window(query) is None
+
+
+def test_coverage_is_the_idf_weighted_share_of_query_words_per_user() -> None:
+    index = LexicalIndex(None)
+    rows = [("a", "Ana: I adopted a puppy named Toby"), ("b", "Ana: thanks, see you soon"),
+            ("c", "Ana: the puppy sleeps a lot"), ("d", "Ana: work was busy")]
+    index.upsert((rid, "c1", "ana", text, 1) for rid, text in rows)
+    # Another user's records must not change what is rare for Ana.
+    index.upsert((f"o{i}", "c2", "ben", "Ben adopted adopted adopted", 1) for i in range(20))
+    shares = index.coverage("When did Ana adopt Toby the puppy? The puppies!", user_id="ana")
+    assert shares["a"] > 0.9
+    assert shares["c"] < shares["a"]
+    assert shares["b"] < 0.05  # only the name every turn carries
+    assert set(shares) == {"a", "b", "c", "d"}
+    assert index.coverage("zebra", user_id="ana") == {}
+
+
+def _record(rid: str, *, session: str | None = None, turn: int | None = None,
+            created: datetime = datetime(2024, 1, 1, tzinfo=UTC)) -> MemoryRecord:
+    return MemoryRecord(id=rid, text=rid, hash=text_hash(rid), user_id="u", session_id=session, turn=turn,
+                        created_at=created, updated_at=created)
+
+
+def test_fuse_keeps_scores_absolute_and_weak_matches_weak() -> None:
+    now = datetime(2024, 1, 2, tzinfo=UTC)
+    weak = [Candidate(record=_record("x"), cosine=0.25, bm25=None, coverage=0.0)]
+    strong = [Candidate(record=_record("x"), cosine=0.8, bm25=12.0, coverage=0.9)]
+    (weak_score, _, _), = fuse(weak, RecallWeights(), now)
+    (strong_score, _, _), = fuse(strong, RecallWeights(), now)
+    assert weak_score < 0.3 < 1.0 < strong_score
+    assert fuse([Candidate(record=_record("y"), cosine=0.1, coverage=0.0)], RecallWeights(), now) == []
+
+
+def test_fuse_lets_the_turn_after_a_strong_match_share_its_relevance() -> None:
+    now = datetime(2024, 1, 2, tzinfo=UTC)
+    question = Candidate(record=_record("q", session="s", turn=4), cosine=0.8, bm25=10.0, coverage=0.9)
+    answer = Candidate(record=_record("a", session="s", turn=5), cosine=0.1, coverage=0.0)
+    unrelated = Candidate(record=_record("z", session="t", turn=9), cosine=0.3, coverage=0.1)
+    ranked = [c.record.id for _, c, _ in fuse([question, answer, unrelated], RecallWeights(), now)]
+    assert ranked == ["q", "a", "z"]
+
+
+def test_fuse_favours_records_made_in_the_time_the_query_names() -> None:
+    now = datetime(2024, 6, 1, tzinfo=UTC)
+    may = Candidate(record=_record("may", created=datetime(2023, 5, 10, tzinfo=UTC)), cosine=0.5, coverage=0.3)
+    june = Candidate(record=_record("june", created=datetime(2023, 6, 20, tzinfo=UTC)), cosine=0.55, coverage=0.3)
+    window = query_time_window("what happened in May 2023")
+    assert [c.record.id for _, c, _ in fuse([may, june], RecallWeights(), now)] == ["june", "may"]
+    assert [c.record.id for _, c, _ in fuse([may, june], RecallWeights(), now, window=window)] == ["may", "june"]
+
+
+def test_recall_fetches_the_answer_turn_that_shares_no_word_with_the_query(memory: Memory) -> None:
+    turns = ["Bo: Did you hear about the lighthouse renovation downtown?",
+             "Cy: What colour did they paint the lighthouse in the end?",
+             "Bo: Bright red with white stripes, it looks great.",
+             "Cy: Nice. My cat knocked a plant off the shelf today."]
+    turns += [f"Bo: filler line number {i} about nothing much." for i in range(60)]
+    for i, text in enumerate(turns, start=1):
+        memory.remember(text, user_id="cy", session_id="cy-s1", turn=i)
+    matches = memory.recall("what colour is the lighthouse painted", user_id="cy", limit=3)
+    texts = [m.record.text for m in matches]
+    assert texts[0].startswith("Cy: What colour")
+    assert "Bo: Bright red with white stripes, it looks great." in texts
+    answer = next(m for m in matches if m.record.text.startswith("Bo: Bright red"))
+    assert answer.breakdown.context > 0
+    assert answer.score == pytest.approx(sum((answer.breakdown.semantic, answer.breakdown.lexical,
+                                              answer.breakdown.recency, answer.breakdown.importance,
+                                              answer.breakdown.context)), abs=1e-5)
