@@ -521,7 +521,7 @@ class Memory:
         user_id = records[0].user_id
         with self._write_lock:
             vectors = self.embedder.embed([r.text for r in records])
-            pools = [self._similar(user_id, vector, kind=records[0].kind) for vector in vectors]
+            pools = self._similar_many(user_id, builtins.list(vectors), kind=records[0].kind)
             plan: dict[str, Decision] = dict(decisions or {})
             if decisions is None and use_llm and self.llm is not None:
                 plan = self._llm_reconcile(records, pools)
@@ -647,20 +647,28 @@ class Memory:
         return after
 
     def _similar(self, user_id: str, vector: np.ndarray, *, kind: str, k: int = 12) -> builtins.list[Similar]:
-        """The user's nearest live records of one kind (a conversation fact must never merge into,
-        or retire, a lesson or a LangGraph store item). No `where` filter: Chroma evaluates one
-        against every record in the database, so state, kind and expiry are checked here."""
+        return self._similar_many(user_id, [vector], kind=kind, k=k)[0]
+
+    def _similar_many(self, user_id: str, vectors: Sequence[np.ndarray], *, kind: str, k: int = 12
+                      ) -> builtins.list[builtins.list[Similar]]:
+        """Per vector, the user's nearest live records of one kind (a conversation fact must never
+        merge into, or retire, a lesson or a LangGraph store item). No `where` filter: Chroma
+        evaluates one against every record in the database, so state, kind and expiry are checked
+        here. One store query for all the vectors."""
         now = utcnow()
-        found = []
-        for row in self._store.query(user_id, vector, n_results=k * 2):
-            record = self._record(row)
-            if (record.user_id != user_id or record.state == "invalid" or record.is_expired(now)
-                    or record.kind != kind):
-                continue
-            found.append(Similar(record, 1.0 - float(row.distance or 0.0)))
-            if len(found) >= k:
-                break
-        return found
+        pools = []
+        for rows in self._store.query_many(user_id, vectors, n_results=k * 2):
+            found = []
+            for row in rows:
+                record = self._record(row)
+                if (record.user_id != user_id or record.state == "invalid" or record.is_expired(now)
+                        or record.kind != kind):
+                    continue
+                found.append(Similar(record, 1.0 - float(row.distance or 0.0)))
+                if len(found) >= k:
+                    break
+            pools.append(found)
+        return pools
 
     def _llm_reconcile(self, records: builtins.list[MemoryRecord], pools: builtins.list[builtins.list[Similar]]
                        ) -> dict[str, Decision]:

@@ -67,12 +67,13 @@ class StoredRow:
     distance: float | None = None
 
 
-def _rows(result: Mapping[str, Any], *, query: bool = False) -> list[StoredRow]:
+def _rows(result: Mapping[str, Any], *, query: int | None = None) -> list[StoredRow]:
+    """Rows of a `get` result, or of the query at index `query` of a `query` result."""
     def first(key: str) -> Any:
         value = result.get(key)
         if value is None:
             return None
-        return value[0] if query else value
+        return value[query] if query is not None else value
 
     ids = first("ids") or []
     documents = first("documents")
@@ -258,19 +259,33 @@ class ChromaStore:
         n_results: int,
         where: Mapping[str, Any] | None = None,
     ) -> list[StoredRow]:
+        return self.query_many(user_id, [vector], n_results=n_results, where=where)[0]
+
+    def query_many(
+        self,
+        user_id: str,
+        vectors: Sequence[np.ndarray],
+        *,
+        n_results: int,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[list[StoredRow]]:
+        """The nearest rows for each vector, in one round trip (a batch of new facts reconciles
+        against the store with one query, not one per fact)."""
+        if not len(vectors):
+            return []
         collection = self.user_collection(user_id, create=False)
         if collection is None:
-            return []
+            return [[] for _ in vectors]
         total = collection.count()
         if total == 0:
-            return []
+            return [[] for _ in vectors]
         result = collection.query(
-            query_embeddings=[vector],
+            query_embeddings=list(vectors),
             n_results=min(n_results, total),
             where=dict(where) if where else None,
             include=["documents", "metadatas", "distances"],
         )
-        return _rows(result, query=True)
+        return [_rows(result, query=i) for i in range(len(vectors))]
 
     def get_in(self, collection_name: str, record_id: str) -> StoredRow | None:
         """A record from a named collection of this namespace (the lexical index knows which)."""
