@@ -9,17 +9,14 @@ Every read re-checks ownership, state and expiry on records fetched from Chroma 
 from __future__ import annotations
 
 import builtins
-import hashlib
-import heapq
 import logging
 import shutil
 import tempfile
 import threading
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -38,7 +35,7 @@ from .extraction import (
     topic_allowed,
 )
 from .history import HistoryEntry, applied_entries, entry
-from .lexical import LexicalIndex, matched_terms
+from .lexical import LexicalIndex
 from .llm import check_llm
 from .lock import acquire_store_lock
 from .policy import (
@@ -52,7 +49,8 @@ from .policy import (
     format_profile,
     load_policy,
 )
-from .ranking import Candidate, RecallWeights, fuse
+from .ranking import RecallWeights
+from .recall import RecallPipeline, RecallRequest
 from .reconcile import (
     INSERT,
     Decision,
@@ -75,6 +73,7 @@ from .records import (
 )
 from .safety import REDACTED, find_secrets, redact, sensitive_category
 from .scopes import ROOT, ancestors, is_within, normalise_scope
+from .sessions import SessionBuffer, Turn, group_turns
 from .stats import WriteStats
 from .store import ChromaStore, StoredRow, make_persistent_client, owner_key
 from .validation import (
@@ -107,73 +106,8 @@ PERSONAL_KINDS = frozenset({"fact", "note"})
 # secrets are refused on every path.
 SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
 MAX_BUFFERED_SESSIONS = 512
-MAX_BUFFERED_TURNS = 200
-MAX_EXCLUDED_MESSAGES = 5000
 MAX_PROMPT_FACTS = 15
 BATCH_NEIGHBOURS = 12
-MAX_MEMORIZE_CHARS = 12_000
-
-
-@dataclass(frozen=True)
-class _Turn:
-    turn: int | None
-    scope: str
-    messages: list[Message]
-    metadata: dict[str, Any] | None = None
-
-
-def _message_key(message: Message) -> str:
-    return hashlib.sha256(f"{message.role}\x00{' '.join(message.content.split())}".encode()).hexdigest()[:24]
-
-
-class _SessionBuffer:
-    """One session's turns seen under `explicit` (so memorize() can commit them later) and the
-    messages of turns that opted out (so no later memorize() stores them). Process memory only."""
-
-    def __init__(self) -> None:
-        self.turns: deque[_Turn] = deque(maxlen=MAX_BUFFERED_TURNS)
-        self._excluded: dict[str, None] = {}
-
-    def add(self, turn: _Turn) -> None:
-        self.turns.append(turn)
-
-    def exclude(self, messages: list[Message]) -> None:
-        for message in messages:
-            self._excluded[_message_key(message)] = None
-        while len(self._excluded) > MAX_EXCLUDED_MESSAGES:
-            del self._excluded[next(iter(self._excluded))]
-
-    def excluded_message(self, message: Message) -> bool:
-        return _message_key(message) in self._excluded
-
-    def uncommitted(self) -> list[_Turn]:
-        found = []
-        for turn in self.turns:
-            kept = [m for m in turn.messages if not self.excluded_message(m)]
-            if kept:
-                found.append(_Turn(turn=turn.turn, scope=turn.scope, messages=kept, metadata=turn.metadata))
-        return found
-
-    def commit_all(self) -> None:
-        # memorize() runs on the writer thread, the only one that adds turns: everything buffered
-        # was handed to it, so all of it is committed.
-        self.turns.clear()
-
-
-def _group_turns(turns: list[_Turn]) -> list[list[_Turn]]:
-    """Consecutive turns of one scope, up to MAX_MEMORIZE_CHARS per group (one extraction each)."""
-    groups: list[list[_Turn]] = []
-    size = 0
-    for turn in turns:
-        length = sum(len(m.content) for m in turn.messages)
-        if groups and groups[-1][0].scope == turn.scope and groups[-1][0].metadata == turn.metadata \
-                and size + length <= MAX_MEMORIZE_CHARS:
-            groups[-1].append(turn)
-            size += length
-        else:
-            groups.append([turn])
-            size = length
-    return groups
 
 
 class Memory:
@@ -242,8 +176,9 @@ class Memory:
         self.stats = WriteStats()
         self._thresholds = thresholds_for(self.embedder.name)
         # Turns seen under `explicit`, per (user, session), for memorize(); touched only by the writer.
-        self._sessions: OrderedDict[tuple[str, str], _SessionBuffer] = OrderedDict()
+        self._sessions: OrderedDict[tuple[str, str], SessionBuffer] = OrderedDict()
         self._writer = BackgroundWriter()
+        self._recall = RecallPipeline(self._store, self._lexical, lambda: self.weights, self._record)
         self.repair()
         if initial_policy is not None:
             self.set_policy(initial_policy)
@@ -790,7 +725,7 @@ class Memory:
             self._distil(owner, messages, policy=policy, session=session, turn=turn, scope=scope,
                          actor="extractor", metadata=metadata)
         elif policy.mode == "explicit" and buffer is not None:
-            buffer.add(_Turn(turn=turn, scope=scope, messages=messages, metadata=metadata))
+            buffer.add(Turn(turn=turn, scope=scope, messages=messages, metadata=metadata))
 
     def memorize(
         self,
@@ -828,14 +763,14 @@ class Memory:
             buffer = self._sessions.get((owner, session)) if session is not None else None
             if given is not None:
                 kept = [m for m in given if buffer is None or not buffer.excluded_message(m)]
-                turns = [_Turn(turn=None, scope=scope or ROOT, messages=kept)] if kept else []
+                turns = [Turn(turn=None, scope=scope or ROOT, messages=kept)] if kept else []
             else:
                 turns = buffer.uncommitted() if buffer is not None else []
                 if scope is not None:
-                    turns = [_Turn(turn=t.turn, scope=scope, messages=t.messages, metadata=t.metadata)
+                    turns = [Turn(turn=t.turn, scope=scope, messages=t.messages, metadata=t.metadata)
                              for t in turns]
             stored: builtins.list[MemoryRecord] = []
-            for group in _group_turns(turns):
+            for group in group_turns(turns):
                 stored.extend(self._distil(
                     owner, [m for t in group for m in t.messages], policy=policy, session=session,
                     turn=group[0].turn if len(group) == 1 else None, scope=group[0].scope, actor="memorize",
@@ -846,11 +781,11 @@ class Memory:
         except Exception as exc:  # handed back to the waiting caller, not swallowed by the writer
             return exc
 
-    def _session_buffer(self, owner: str, session: str) -> _SessionBuffer:
+    def _session_buffer(self, owner: str, session: str) -> SessionBuffer:
         key = (owner, session)
         buffer = self._sessions.get(key)
         if buffer is None:
-            buffer = self._sessions[key] = _SessionBuffer()
+            buffer = self._sessions[key] = SessionBuffer()
             while len(self._sessions) > MAX_BUFFERED_SESSIONS:
                 self._sessions.popitem(last=False)
         else:
@@ -1012,117 +947,16 @@ class Memory:
         kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or [])]
         self.wait_for_writes()
         self._maybe_sync(owner)
-        from .ranking import (
-            DENSE_POOL,
-            LEXICAL_HITS,
-            LEXICAL_PROBES,
-            NEIGHBOUR_REACH,
-            NEIGHBOUR_SEEDS,
-            own_relevance,
-            query_time_window,
-        )
-
         now = utcnow()
-        pool = max(limit * 2, DENSE_POOL)
-
-        vector = self.embedder.embed([query_text])[0]
 
         def servable(record: MemoryRecord) -> bool:
             return self._may_serve(record, owner=owner, scopes=scopes, categories=cats, kinds=kind_list,
                                    source=source, now=now)
 
-        # No `where` here: Chroma evaluates a metadata filter against every record in the database,
-        # not just this user's collection (~100 ms at 100k records). Over-fetch and filter instead,
-        # widening only when invalid, pending or out-of-scope records crowd the top.
-        candidates: dict[str, Candidate] = {}
-        fetch = pool
-        while True:
-            rows = self._store.query(owner, vector, n_results=fetch)
-            candidates = {}
-            for row in rows:
-                record = self._record(row)
-                if servable(record):
-                    candidates[record.id] = Candidate(record=record, cosine=1.0 - float(row.distance or 0.0))
-            if len(candidates) >= pool or len(rows) < fetch or fetch >= 20 * pool:
-                break
-            fetch *= 4
-        exhausted = len(rows) < fetch
-        weakest = min((c.cosine for c in candidates.values() if c.cosine is not None), default=1.0)
-
-        # bm25 for every record sharing a word (FTS5 scores them all to sort anyway): a record that
-        # only context lifts into the results still needs its own lexical relevance.
-        hits = self._lexical.search(query_text, user_id=owner, limit=LEXICAL_HITS)
-        shares = self._lexical.coverage(query_text, user_id=owner)
-        bm25 = {h.record_id: h.bm25 for h in hits}
-        for candidate in candidates.values():
-            candidate.bm25 = bm25.get(candidate.record.id)
-            candidate.coverage = shares.get(candidate.record.id, 0.0)
-        # Records found by words only. Reading a record from Chroma costs ~0.2-0.4 ms (metadata),
-        # so only the most promising are read. Their cosine is at most the weakest dense
-        # candidate's (when the dense side did not return everything), which bounds their score.
-        bound = 0.0 if exhausted else weakest
-
-        def promise(record_id: str) -> float:
-            bm = bm25.get(record_id) or 0.0
-            return (self.weights.semantic * max(0.0, bound)
-                    + self.weights.lexical * bm / (bm + self.weights.lexical_saturation)
-                    + self.weights.coverage * shares.get(record_id, 0.0))
-
-        others = [rid for rid in dict.fromkeys([*bm25, *shares]) if rid not in candidates]
-        probes = heapq.nlargest(max(limit * 2, LEXICAL_PROBES), others, key=promise)
-        if probes:
-            rows = self._store.get(owner, ids=probes, embeddings=True)
-            found = {row.id for row in rows}
-            stale = [rid for rid in probes if rid not in found]
-            if stale:
-                self._lexical.delete(stale)
-            for row in rows:
-                record = self._record(row)
-                if servable(record):
-                    cosine = float(np.dot(row.embedding, vector)) if row.embedding is not None else None
-                    candidates[record.id] = Candidate(record=record, cosine=cosine, bm25=bm25.get(record.id),
-                                                      coverage=shares.get(record.id, 0.0))
-
-        # A turn next to a strong match often holds the answer to what that turn asked, in words
-        # of its own: fetch the neighbours of the best matches so conversation context can score
-        # them (worth ~3 points of recall@10 on LoCoMo).
-        present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
-        in_turns = [c for c in candidates.values() if c.record.session_id is not None and c.record.turn is not None]
-        seeds = sorted(in_turns, key=lambda c: own_relevance(c, self.weights), reverse=True)[:NEIGHBOUR_SEEDS]
-        wanted: dict[str, set[int]] = {}
-        for seed in seeds:
-            session, turn = seed.record.session_id, seed.record.turn
-            assert session is not None and turn is not None
-            for step in range(-NEIGHBOUR_REACH, NEIGHBOUR_REACH + 1):
-                if step and (session, turn + step) not in present:
-                    wanted.setdefault(session, set()).add(turn + step)
-        if wanted:
-            clauses: builtins.list[dict[str, Any]] = [
-                {"$and": [{"session_id": session}, {"turn": {"$in": sorted(turns)}}]}
-                for session, turns in wanted.items()
-            ]
-            where = clauses[0] if len(clauses) == 1 else {"$or": clauses}
-            for row in self._store.get(owner, where=where, embeddings=True):
-                record = self._record(row)
-                if record.id not in candidates and servable(record):
-                    cosine = float(np.dot(row.embedding, vector)) if row.embedding is not None else None
-                    candidates[record.id] = Candidate(record=record, cosine=cosine, bm25=bm25.get(record.id),
-                                                      coverage=shares.get(record.id, 0.0))
-
-        matches = []
-        seen_hashes: set[str] = set()
-        window = query_time_window(query_text)
-        for score, candidate, breakdown in fuse(list(candidates.values()), self.weights, now, window=window):
-            if score < min_score or candidate.record.hash in seen_hashes:
-                continue
-            seen_hashes.add(candidate.record.hash)
-            if breakdown.lexical > 0:
-                breakdown = breakdown.model_copy(
-                    update={"matched_terms": matched_terms(query_text, candidate.record.text)})
-            matches.append(MemoryMatch(record=candidate.record, score=round(score, 6), breakdown=breakdown))
-            if len(matches) >= limit:
-                break
-        return matches
+        return self._recall.run(RecallRequest(
+            query=query_text, vector=self.embedder.embed([query_text])[0], owner=owner, limit=limit,
+            min_score=min_score, now=now, servable=servable,
+        ))
 
     def _scopes(self, scope: str | Sequence[str] | None) -> builtins.list[str]:
         if scope is None:
