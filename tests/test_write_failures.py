@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,30 @@ def test_a_read_barrier_does_not_raise_a_queued_failure_into_recall(tmp_path: Pa
             memory.drain_writes()
     finally:
         memory.close()
+
+
+def test_one_users_failed_write_costs_other_users_queued_in_the_same_batch_nothing(tmp_path: Path) -> None:
+    flaky = FlakyClient(_client(tmp_path), {"upsert": 0})
+    with Memory(client=flaky, namespace="t", embedder=HashEmbedder()) as memory:
+        memory.remember("Seed so both collections exist.", user_id="ana")
+        memory.remember("Seed so both collections exist.", user_id="bo")
+        release = threading.Event()
+        memory._writer.submit(release.wait)  # hold the writer so the next writes share one batch
+        memory.remember_many(["Ana fact one."], user_id="ana")
+        memory.remember_many(["Bo fact one."], user_id="bo")
+        memory.remember_many(["Ana fact two."], user_id="ana")
+        original = memory._store.add
+
+        def refuse_ana(user_id: str, rows: Any) -> None:
+            if user_id == "ana":
+                raise OSError("disk quota exceeded for ana")
+            original(user_id, rows)
+
+        memory._store.add = refuse_ana  # type: ignore[method-assign]
+        release.set()
+        with pytest.raises(BackgroundWriteError) as raised:
+            memory.drain_writes()
+        memory._store.add = original  # type: ignore[method-assign]
+        assert "2 statement(s) for user 'ana'" in str(raised.value)
+        assert "quota" in str(raised.value)
+        assert sorted(r.text for r in memory.list(user_id="bo")) == ["Bo fact one.", "Seed so both collections exist."]

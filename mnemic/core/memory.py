@@ -91,7 +91,7 @@ from .validation import (
     check_turn,
     check_user_id,
 )
-from .writer import BackgroundWriteError, BackgroundWriter
+from .writer import BackgroundWriteError, BackgroundWriter, PartialBatchFailure
 
 log = logging.getLogger("mnemic")
 
@@ -108,6 +108,12 @@ SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
 MAX_BUFFERED_SESSIONS = 512
 MAX_PROMPT_FACTS = 15
 BATCH_NEIGHBOURS = 12
+
+
+def _describe_queued(records: builtins.list[MemoryRecord]) -> str:
+    users = sorted({r.user_id for r in records})
+    whose = f"user {users[0]!r}" if len(users) == 1 else f"{len(users)} users ({', '.join(map(repr, users[:5]))})"
+    return f"{len(records)} statement(s) for {whose} from remember_many()"
 
 
 class Memory:
@@ -346,9 +352,30 @@ class Memory:
         prepared = self._prepare(items, **options, policy=policy)
         if not prepared:
             return []
-        self._writer.submit(lambda: self._persist_new(prepared, actor=actor or prepared[0].author),
-                            f"{len(prepared)} statement(s) for user {prepared[0].user_id!r} from remember_many()")
+        first = prepared[0]
+        self._writer.submit_batched(
+            (first.kind, actor or first.author), prepared,
+            lambda records: self._persist_queued(records, actor=actor or records[0].author),
+            _describe_queued,
+        )
         return [r.id for r in prepared]
+
+    def _persist_queued(self, records: builtins.list[MemoryRecord], *, actor: str) -> None:
+        """A batch of queued statements, possibly from several users: each user's in their order
+        (one user's records never reconcile with another's, so users need no order between them)."""
+        by_user: dict[str, builtins.list[MemoryRecord]] = {}
+        for record in records:
+            by_user.setdefault(record.user_id, []).append(record)
+        lost: builtins.list[MemoryRecord] = []
+        cause: BaseException | None = None
+        for group in by_user.values():
+            try:
+                self._persist_new(group, actor=actor)
+            except Exception as exc:  # one user's failure must not cost the other users their writes
+                lost += group
+                cause = cause or exc
+        if cause is not None:
+            raise PartialBatchFailure(lost, cause)
 
     def _prepare(
         self,
