@@ -1,0 +1,300 @@
+"""The write pipeline: new records become stored ones, each reconciled with what its user has.
+
+Per record: an exact or near duplicate merges into the record it repeats; a contradiction (or an
+update) inserts the new record with `supersedes` and retires the old one, which is kept with
+`invalidated_by` and the reason; anything else is inserted. The rules in `reconcile.py` decide,
+or the LLM when one is configured (one structured call per 20 records that have related facts).
+
+A pipeline belongs to one `Memory` and writes through its primitives (history entry, then Chroma
+record, then lexical index: see memory.py), under its write lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .codec import to_metadata
+from .extraction import ask_structured
+from .history import entry
+from .reconcile import (
+    INSERT,
+    Decision,
+    Similar,
+    build_reconcile_messages,
+    decide,
+    parse_reconcile,
+    reconcile_schema,
+)
+from .records import MemoryRecord, utcnow
+from .store import StoredRow
+from .writer import PartialBatchFailure
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+log = logging.getLogger("mnemic")
+
+# A record in a batch is also reconciled with this many of the batch's earlier records nearest it.
+BATCH_NEIGHBOURS = 12
+
+
+class WritePipeline:
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def persist_queued(self, records: list[MemoryRecord], *, actor: str) -> None:
+        """A batch of queued statements, possibly from several users: each user's in their order
+        (one user's records never reconcile with another's, so users need no order between them)."""
+        by_user: dict[str, list[MemoryRecord]] = {}
+        for record in records:
+            by_user.setdefault(record.user_id, []).append(record)
+        lost: list[MemoryRecord] = []
+        cause: BaseException | None = None
+        for group in by_user.values():
+            try:
+                self.persist_new(group, actor=actor)
+            except Exception as exc:  # one user's failure must not cost the other users their writes
+                lost += group
+                cause = cause or exc
+        if cause is not None:
+            raise PartialBatchFailure(lost, cause)
+
+    def persist_new(
+        self,
+        records: list[MemoryRecord],
+        *,
+        actor: str,
+        decisions: Mapping[str, Decision] | None = None,
+        use_llm: bool = True,
+    ) -> list[MemoryRecord]:
+        """Write new records, each reconciled with what the user already has, in order.
+
+        Per record: an exact or near duplicate merges into the record it repeats; a contradiction
+        (or an update) inserts the new record with `supersedes` and invalidates the old one, which
+        is kept with `invalidated_by` and the reason; anything else is inserted. `decisions` (by
+        record id) come from the LLM extractor; without them the LLM reconciles when one is
+        configured and `use_llm`, else the rules decide. Returns, per record, the record that now
+        stands for it.
+        """
+        if not records:
+            return []
+        user_id = records[0].user_id
+        with self._memory._write_lock:
+            vectors = self._memory.embedder.embed([r.text for r in records])
+            pools = self.similar_many(user_id, list(vectors), kind=records[0].kind)
+            plan: dict[str, Decision] = dict(decisions or {})
+            if decisions is None and use_llm and self._memory.llm is not None:
+                plan = self._llm_reconcile(records, pools)
+            changed: dict[str, MemoryRecord] = {}  # existing records this batch merged or invalidated
+            # Records inserted by this batch, so later ones reconcile with them too (vectors in one
+            # matrix: comparing each record with every earlier one in Python would be quadratic).
+            inserted: list[MemoryRecord] = []
+            inserted_vectors = np.zeros((len(records), vectors.shape[1]), dtype=np.float32)
+            inserted_by_hash: dict[str, int] = {}
+            unwritten: list[tuple[MemoryRecord, np.ndarray, Decision]] = []
+            result: list[MemoryRecord] = []
+
+            def flush() -> None:
+                if not unwritten:
+                    return
+                self._memory._store.add_history([
+                    entry("add", record=r, actor=actor, before=None, after=r, version=r.version,
+                          details={"source_kind": r.source_kind, "author": r.author, "decision": d.action,
+                                   "decided_by": d.by, "reason": d.reason, "supersedes": list(d.targets)
+                                   if d.action in ("update", "invalidate") else []})
+                    for r, _, d in unwritten
+                ])
+                self._memory._store.add(user_id, [
+                    StoredRow(id=r.id, document=r.text, metadata=to_metadata(r), embedding=v)
+                    for r, v, _ in unwritten
+                ])
+                self._memory._index([r for r, _, _ in unwritten])
+                unwritten.clear()
+
+            now = utcnow()
+            for record, vector, pool in zip(records, vectors, pools, strict=True):
+                candidates = [Similar(changed.get(s.record.id, s.record), s.cosine) for s in pool]
+                if inserted:
+                    sims = inserted_vectors[:len(inserted)] @ vector
+                    nearest = set(np.argsort(-sims)[:BATCH_NEIGHBOURS].tolist())
+                    if record.hash in inserted_by_hash:
+                        nearest.add(inserted_by_hash[record.hash])
+                    candidates += [Similar(changed.get(inserted[i].id, inserted[i]), float(sims[i]))
+                                   for i in sorted(nearest)]
+                candidates = [s for s in candidates
+                              if s.record.state != "invalid" and not s.record.is_expired(now)]
+                decision, targets = self._decide(record, plan.get(record.id), candidates, changed)
+                if decision.action == "keep":
+                    twin = targets[0]
+                    if any(r.id == twin.id for r, _, _ in unwritten):
+                        flush()
+                    merged = self._merge_duplicate(twin, record, actor=actor, reason=decision.reason)
+                    if merged is not None:
+                        changed[twin.id] = merged
+                        result.append(merged)
+                        self._memory.stats.bump("facts_merged")
+                        continue
+                    decision = INSERT
+                if decision.action in ("update", "invalidate") and targets:
+                    record = self._successor(record, targets, update=decision.action == "update")
+                    unwritten.append((record, vector, decision))
+                    flush()  # the replacement exists before anything points at it
+                    for old in targets:
+                        changed[old.id] = self._retire(old, record, reason=decision.reason, actor=actor)
+                        self._memory.stats.bump("facts_invalidated")
+                else:
+                    unwritten.append((record, vector, decision))
+                inserted_vectors[len(inserted)] = vector
+                inserted_by_hash.setdefault(record.hash, len(inserted))
+                inserted.append(record)
+                result.append(record)
+                self._memory.stats.bump("facts_inserted")
+            flush()
+            return result
+
+    def _decide(self, record: MemoryRecord, planned: Decision | None, candidates: list[Similar],
+                changed: Mapping[str, MemoryRecord]) -> tuple[Decision, list[MemoryRecord]]:
+        """The decision for one record and the live records it targets."""
+        ruled = decide(record, candidates, self._memory._thresholds)
+        if planned is None:
+            decision = ruled
+        elif ruled.action == "keep" and (planned.action == "insert" or ruled.reason.startswith("the same")):
+            # No second copy, whatever the model said: duplicates merge by rule.
+            decision = ruled
+        else:
+            decision = planned
+        if decision.action == "insert":
+            return decision, []
+        if record.state != "valid" and decision.action in ("update", "invalidate"):
+            return INSERT, []  # an unconfirmed fact (tool result, document) never retires a known one
+        known = {s.record.id: s.record for s in candidates}
+        missing = [t for t in decision.targets if t not in known]
+        if missing:
+            # The model may name a fact it was shown that is not among this fact's nearest ones.
+            for row in self._memory._store.get(record.user_id, ids=missing):
+                fetched = changed.get(row.id) or self._memory._record(row)
+                if fetched.user_id == record.user_id and fetched.state != "invalid" \
+                        and not fetched.is_expired():
+                    known[fetched.id] = fetched
+        targets = [known[t] for t in decision.targets if t in known]
+        if not targets:
+            return INSERT, []
+        if decision.action == "keep":
+            targets = targets[:1]
+        return decision, targets
+
+    @staticmethod
+    def _successor(record: MemoryRecord, olds: list[MemoryRecord], *, update: bool) -> MemoryRecord:
+        """The new record that replaces `olds`: linked to the first, and at least as private as any
+        (a replacement must not publish what the old fact kept to its source)."""
+        changes: dict[str, Any] = {"supersedes": olds[0].id}
+        private_olds = [o for o in olds if o.private]
+        if private_olds and not record.private:
+            changes["private"] = True
+            changes["source"] = record.source or private_olds[0].source
+        if update:
+            changes["categories"] = list(dict.fromkeys(
+                [*record.categories, *(c for o in olds for c in o.categories)]))
+            changes["importance"] = max([record.importance, *(o.importance for o in olds)])
+        return record.model_copy(update=changes)
+
+
+    def _retire(self, old: MemoryRecord, new: MemoryRecord, *, reason: str, actor: str) -> MemoryRecord:
+        after = old.model_copy(update={
+            "state": "invalid", "invalid_reason": reason, "invalidated_by": new.id,
+            "updated_at": utcnow(), "version": old.version + 1,
+        })
+        self._memory._write_update(old, after, action="invalidate", actor=actor, reason=reason, reembed=False)
+        return after
+
+    def similar(self, user_id: str, vector: np.ndarray, *, kind: str, k: int = 12) -> list[Similar]:
+        return self.similar_many(user_id, [vector], kind=kind, k=k)[0]
+
+    def similar_many(self, user_id: str, vectors: Sequence[np.ndarray], *, kind: str, k: int = 12
+                      ) -> list[list[Similar]]:
+        """Per vector, the user's nearest live records of one kind (a conversation fact must never
+        merge into, or retire, a lesson or a LangGraph store item). No `where` filter: Chroma
+        evaluates one against every record in the database, so state, kind and expiry are checked
+        here. One store query for all the vectors."""
+        now = utcnow()
+        pools = []
+        for rows in self._memory._store.query_many(user_id, vectors, n_results=k * 2):
+            found = []
+            for row in rows:
+                record = self._memory._record(row)
+                if (record.user_id != user_id or record.state == "invalid" or record.is_expired(now)
+                        or record.kind != kind):
+                    continue
+                found.append(Similar(record, 1.0 - float(row.distance or 0.0)))
+                if len(found) >= k:
+                    break
+            pools.append(found)
+        return pools
+
+    def _llm_reconcile(self, records: list[MemoryRecord], pools: list[list[Similar]]
+                       ) -> dict[str, Decision]:
+        """The LLM's decisions for records that have related existing facts (one call per 20
+        records; none at all when nothing related exists). Empty after two failed tries."""
+        decisions: dict[str, Decision] = {}
+        for start in range(0, len(records), 20):
+            chunk = records[start:start + 20]
+            alias_of: dict[str, int] = {}
+            existing: list[tuple[int, str]] = []
+            for record, pool in zip(chunk, pools[start:start + 20], strict=True):
+                for similar in sorted(pool, key=lambda s: -s.cosine):
+                    if similar.cosine < self._memory._thresholds.related or similar.record.hash == record.hash:
+                        continue
+                    if similar.record.id not in alias_of and len(existing) < 30:
+                        alias_of[similar.record.id] = len(existing) + 1
+                        existing.append((len(existing) + 1, similar.record.text))
+            if not existing:
+                continue
+            aliases = {alias: record_id for record_id, alias in alias_of.items()}
+            count = len(chunk)
+            parsed = ask_structured(
+                self._memory.llm,
+                build_reconcile_messages([r.text for r in chunk], existing),
+                reconcile_schema(),
+                lambda payload, count=count, aliases=aliases: parse_reconcile(  # type: ignore[misc]
+                    payload, count=count, aliases=aliases),
+                on_call=lambda: self._memory.stats.add_llm_call("reconcile"),
+                on_failure=lambda exc: self._memory.stats.bump("llm_failures"),
+                purpose="reconcile",
+            )
+            if parsed is None:
+                self._memory.stats.bump("llm_fallbacks")
+                log.warning("LLM reconciliation failed twice; the conservative rules decide instead")
+                continue
+            for index, decision in parsed.items():
+                decisions[chunk[index].id] = decision
+        return decisions
+
+    def _merge_duplicate(self, twin: MemoryRecord, incoming: MemoryRecord, *, actor: str,
+                         reason: str = "the same statement was remembered again") -> MemoryRecord | None:
+        """The same statement again. Returns the record that stands for it, or None when the
+        incoming statement must be stored as a record of its own."""
+        if twin.state == "invalid":
+            return None  # said again after it was invalidated: a new fact, not a revival
+        if twin.private != incoming.private or (twin.private and twin.source != incoming.source):
+            return None  # merging across privacy would serve one source's fact to another, or hide it
+        if twin.state == "pending" and incoming.state == "valid":
+            return None  # the user said what a tool claimed: that provenance deserves its own record
+        if twin.state == "valid" and incoming.state == "pending":
+            return twin  # a tool repeating a known fact adds nothing
+        expires = None if twin.expires_at is None or incoming.expires_at is None else max(
+            twin.expires_at, incoming.expires_at)
+        updated = twin.model_copy(update={
+            "categories": list(dict.fromkeys([*twin.categories, *incoming.categories])),
+            "importance": max(twin.importance, incoming.importance),
+            "updated_at": utcnow(),
+            "expires_at": expires,
+            "version": twin.version + 1,
+        })
+        if incoming.text != twin.text:
+            reason = f"{reason}: {incoming.text!r}"
+        self._memory._write_update(twin, updated, action="merge", actor=actor, reason=reason, reembed=False)
+        return updated
