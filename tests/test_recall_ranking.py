@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
-from mnemic import Memory
+from mnemic import HashEmbedder, Memory
 from mnemic.core.lexical import LexicalIndex
 from mnemic.core.ranking import Candidate, RecallWeights, TimeWindow, fuse, query_time_window
 from mnemic.core.records import MemoryRecord, text_hash
@@ -99,3 +100,40 @@ def test_recall_fetches_the_answer_turn_that_shares_no_word_with_the_query(memor
     assert answer.score == pytest.approx(sum((answer.breakdown.semantic, answer.breakdown.lexical,
                                               answer.breakdown.recency, answer.breakdown.importance,
                                               answer.breakdown.context)), abs=1e-5)
+
+
+LIGHTHOUSE = ["Bo: Did you hear about the lighthouse renovation downtown?",
+              "Cy: What colour did they paint the lighthouse in the end?",
+              "Bo: Bright red with white stripes, it looks great.",
+              "Cy: Nice. My cat knocked a plant off the shelf today."]
+
+
+def test_a_lexical_index_from_before_turn_placement_is_rebuilt_on_open(tmp_path: Path) -> None:
+    import sqlite3
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        for i, text in enumerate([*LIGHTHOUSE, *(f"Bo: filler line number {i} about nothing." for i in range(200))]):
+            memory.remember_many([text], user_id="cy", session_id="cy-s1", turn=i + 1)
+    # The index as an older mnemic left it: no turn columns.
+    db = sqlite3.connect(tmp_path / "m" / "lexical.sqlite3")
+    db.execute("DROP INDEX indexed_by_turn")
+    db.execute("ALTER TABLE indexed DROP COLUMN session_id")
+    db.execute("ALTER TABLE indexed DROP COLUMN turn")
+    db.commit()
+    db.close()
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        texts = [m.record.text for m in memory.recall("what colour is the lighthouse painted", user_id="cy", limit=3)]
+        assert "Bo: Bright red with white stripes, it looks great." in texts
+        found = memory.recall("filler line", user_id="cy", limit=250)
+        assert sum("filler" in m.breakdown.matched_terms for m in found) == 200  # every record indexed again
+
+
+def test_neighbouring_turns_come_only_from_the_askers_own_sessions(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        for i, text in enumerate(LIGHTHOUSE):
+            memory.remember(text, user_id="cy", session_id="shared-session-name", turn=i + 1)
+        memory.remember("Eve: The lighthouse code is 4471.", user_id="eve", session_id="shared-session-name", turn=3)
+        memory.remember("Eve: What colour did they paint the lighthouse?", user_id="eve",
+                        session_id="shared-session-name", turn=2)
+        for match in memory.recall("what colour is the lighthouse painted", user_id="cy", limit=10):
+            assert match.record.user_id == "cy"

@@ -13,7 +13,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 from pathlib import Path
@@ -79,11 +79,36 @@ class LexicalIndex:
             CREATE TABLE IF NOT EXISTS sync_state (collection TEXT PRIMARY KEY, watermark REAL NOT NULL);
             """
         )
+        self._add_turn_columns()
+
+    def _add_turn_columns(self) -> None:
+        """Where each conversation turn sits, so recall can fetch a match's neighbouring turns by id
+        (a Chroma `where` on session and turn scans the metadata of the whole database)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(indexed)")}
+        if "session_id" in columns:
+            return
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute("ALTER TABLE indexed ADD COLUMN session_id TEXT")
+            self._db.execute("ALTER TABLE indexed ADD COLUMN turn INTEGER")
+            self._db.execute("CREATE INDEX IF NOT EXISTS indexed_by_turn ON indexed(collection, session_id, turn)")
+            # An index from before the columns knows no turns: forget its watermarks so the repair
+            # on open reads every record again.
+            self._db.execute("DELETE FROM lexical")
+            self._db.execute("DELETE FROM indexed")
+            self._db.execute("DELETE FROM sync_state")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     # -- writes -------------------------------------------------------------------------------
 
-    def upsert(self, rows: Iterable[tuple[str, str, str, str, int]]) -> None:
-        """Rows of (record_id, collection, user_id, text, version)."""
+    def upsert(self, rows: Iterable[tuple[str, str, str, str, int]],
+               turns: Mapping[str, tuple[str, int]] | None = None) -> None:
+        """Rows of (record_id, collection, user_id, text, version); `turns` places the records that
+        are conversation turns: record_id -> (session_id, turn)."""
+        turns = turns or {}
         with self._lock:
             self._db.execute("BEGIN")
             try:
@@ -93,9 +118,11 @@ class LexicalIndex:
                         "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)",
                         (text, owner_token(user_id), record_id),
                     )
+                    session, turn = turns.get(record_id, (None, None))
                     self._db.execute(
-                        "INSERT INTO indexed(record_id, fts_rowid, collection, version) VALUES (?, ?, ?, ?)",
-                        (record_id, cursor.lastrowid, collection, version),
+                        "INSERT INTO indexed(record_id, fts_rowid, collection, version, session_id, turn) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (record_id, cursor.lastrowid, collection, version, session, turn),
                     )
                 self._db.execute("COMMIT")
             except BaseException:
@@ -192,6 +219,20 @@ class LexicalIndex:
             for record_id in found:
                 shares[record_id] = shares.get(record_id, 0.0) + weight / whole
         return shares
+
+    def turn_ids(self, collection: str, wanted: Mapping[str, Iterable[int]]) -> list[str]:
+        """Ids of the records at the given turns of the given sessions (as last indexed)."""
+        found: list[str] = []
+        with self._lock:
+            for session, turns in wanted.items():
+                numbers = sorted(set(turns))
+                if not numbers:
+                    continue
+                marks = ",".join("?" * len(numbers))
+                found += [r[0] for r in self._db.execute(
+                    f"SELECT record_id FROM indexed WHERE collection = ? AND session_id = ? AND turn IN ({marks})",
+                    (collection, session, *numbers))]
+        return found
 
     def collection_of(self, record_id: str) -> str | None:
         with self._lock:

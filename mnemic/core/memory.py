@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -669,7 +669,9 @@ class Memory:
             return
         user_id = records[0].user_id
         collection = self._store.collection_name(user_id)
-        self._lexical.upsert((r.id, collection, r.user_id, r.text, r.version) for r in records)
+        self._lexical.upsert(((r.id, collection, r.user_id, r.text, r.version) for r in records),
+                             turns={r.id: (r.session_id, r.turn) for r in records
+                                    if r.session_id is not None and r.turn is not None})
         self._lexical.set_watermark(collection, max(r.updated_at.timestamp() for r in records))
 
     def _write_update(
@@ -1130,13 +1132,20 @@ class Memory:
         if stale_ids:
             self._lexical.delete(stale_ids)
         if todo:
-            self._lexical.upsert((r.id, collection, user_id, r.document, int(r.metadata.get("version", 1)))
-                                 for r in todo)
+            self._lexical.upsert(((r.id, collection, user_id, r.document, int(r.metadata.get("version", 1)))
+                                  for r in todo), turns=dict(_turns_of(todo)))
         if rows:
             self._lexical.set_watermark(collection, max(float(r.metadata.get("updated_at", 0)) for r in rows))
         elif watermark is None:
             self._lexical.set_watermark(collection, 0.0)
         return len(todo) + len(stale_ids)
+
+
+def _turns_of(rows: Iterable[StoredRow]) -> Iterator[tuple[str, tuple[str, int]]]:
+    for row in rows:
+        session, turn = row.metadata.get("session_id"), row.metadata.get("turn")
+        if isinstance(session, str) and session and isinstance(turn, int):
+            yield row.id, (session, turn)
 
 
 # Imported late: views call back into Memory.
