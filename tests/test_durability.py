@@ -64,7 +64,7 @@ def test_crash_after_chroma_write_is_repaired_on_open(store_path: Path, monkeypa
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         memory.remember("indexed normally", user_id="u")
 
-        def crash(self: LexicalIndex, rows: object) -> None:
+        def crash(self: LexicalIndex, *args: object, **kwargs: object) -> None:
             raise OSError("simulated crash before the lexical index was written")
 
         monkeypatch.setattr(LexicalIndex, "upsert", crash)
