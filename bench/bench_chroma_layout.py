@@ -95,11 +95,11 @@ def main() -> None:
         for i in range(args.samples):
             user = int(rng.integers(args.users))
             for name, case in cases.items():
-                samples[name].append(timed(lambda case=case: case(user, queries[i])))
+                samples[name].append(timed(lambda case=case, user=user, vector=queries[i]: case(user, vector)))
         print(f"{'case':45} {'p50 ms':>8} {'p95 ms':>8}   ({per} records per user)")
         for name, values in samples.items():
             values.sort()
-            p95 = values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+            p95 = values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
             print(f"{name:45} {statistics.median(values):8.1f} {p95:8.1f}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

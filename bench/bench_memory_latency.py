@@ -246,6 +246,9 @@ def main() -> None:
                         help="store folder, kept afterwards (default: a temporary one, removed)")
     parser.add_argument("--measure-only", action="store_true",
                         help="measure an existing --path store as it is (grown by an earlier run with the same seed)")
+    parser.add_argument("--resume", action="store_true",
+                        help="grow an existing --path store from its current size (an interrupted run); the "
+                             "new records come from the same generator seeded with --seed and that size")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.records.split(",") if s.strip())
@@ -264,6 +267,11 @@ def main() -> None:
     memory.embedder.embed(["warm-up"])
     log(f"store {workdir}; after start rss {current_rss_mb():.0f} MB")
     loader = Loader(memory, args.users, args.seed, args.batch)
+    if args.resume:
+        loader.count = sum(memory._store.count(u) for u in loader.users)
+        loader.rng = random.Random(args.seed * 1_000_003 + loader.count)
+        log(f"resuming from the existing {loader.count} records")
+        sizes = [s for s in sizes if s > loader.count]
     results = []
     try:
         for size in sizes:
