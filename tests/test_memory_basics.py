@@ -178,3 +178,24 @@ def test_namespaces_are_separate(store_path: Path) -> None:
         a.remember("only in a", user_id="u")
         assert b.list(user_id="u") == []
         assert b.recall("only in a", user_id="u") == []
+
+
+def test_user_collections_let_chromas_write_log_be_purged(tmp_path: Path) -> None:
+    """Chroma keeps writes in its sqlite log until a collection's index is saved; with its default
+    threshold a user's collection almost never saved, so the log, and every write's cost, grew
+    with the whole database."""
+    import sqlite3
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        for batch in range(6):
+            memory.remember_many([f"fact {batch}-{i} about topic {i}" for i in range(50)], user_id="u")
+        memory.drain_writes()
+        assert len(memory.list(user_id="u", limit=1000)) == 300
+    log = sqlite3.connect(tmp_path / "m" / "chroma" / "chroma.sqlite3")
+    try:
+        user_rows = log.execute(
+            "SELECT count(*) FROM embeddings_queue q JOIN collections c ON q.topic LIKE '%' || c.id "
+            "WHERE c.name LIKE '%-m-%'").fetchone()[0]
+    finally:
+        log.close()
+    assert user_rows < 150

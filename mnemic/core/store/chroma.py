@@ -33,6 +33,12 @@ from .retry import retrying
 _PLACEHOLDER_VECTOR = [1.0]
 _NAME_SAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 MEMORY_COLLECTION_INFIX = "-m-"
+# Chroma keeps every write in its sqlite log until the collection's HNSW index is saved, which by
+# default happens every 1,000 writes; a user collection rarely reaches that, so the log held nearly
+# every record ever written, and each write grew slower with the whole database (a single upsert:
+# 38 ms at 24k records across 40 collections, 12 ms with a threshold of 100, which lets the log be
+# purged; ~180 ms at 59k records in bench/bench_memory_latency.py's store).
+USER_COLLECTION_CONFIGURATION = {"hnsw": {"space": "cosine", "sync_threshold": 100, "batch_size": 100}}
 
 
 class EmbedderMismatchError(ValueError):
@@ -127,7 +133,7 @@ class ChromaStore:
                 collection = self.client.get_or_create_collection(
                     name,
                     embedding_function=None,
-                    configuration={"hnsw": {"space": "cosine"}},
+                    configuration=USER_COLLECTION_CONFIGURATION,
                     metadata={"mnemic": "memory", "user_id": user_id, "namespace": self.namespace},
                 )
             else:
