@@ -199,3 +199,18 @@ def test_user_collections_let_chromas_write_log_be_purged(tmp_path: Path) -> Non
     finally:
         log.close()
     assert user_rows < 150
+
+
+def test_a_user_collection_from_an_older_mnemic_gets_the_index_saving_threshold(tmp_path: Path) -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    with Memory(client=client, namespace="old", embedder=HashEmbedder()) as memory:
+        name = memory._store.collection_name("u")
+        client.create_collection(name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+                                 metadata={"mnemic": "memory", "user_id": "u", "namespace": "old"})
+        assert client.get_collection(name).configuration_json["hnsw"]["sync_threshold"] == 1000
+        memory.remember("A fact kept in a collection an older mnemic made.", user_id="u")
+        assert memory.recall("older mnemic", user_id="u")
+    assert client.get_collection(name).configuration_json["hnsw"]["sync_threshold"] == 100

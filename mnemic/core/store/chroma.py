@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,6 +31,8 @@ import numpy as np
 
 from .retry import retrying
 
+log = logging.getLogger("mnemic.store")
+
 _PLACEHOLDER_VECTOR = [1.0]
 _NAME_SAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 MEMORY_COLLECTION_INFIX = "-m-"
@@ -39,6 +42,20 @@ MEMORY_COLLECTION_INFIX = "-m-"
 # 38 ms at 24k records across 40 collections, 12 ms with a threshold of 100, which lets the log be
 # purged; ~180 ms at 59k records in bench/bench_memory_latency.py's store).
 USER_COLLECTION_CONFIGURATION = {"hnsw": {"space": "cosine", "sync_threshold": 100, "batch_size": 100}}
+
+
+def _upgrade_index_saving(collection: Any) -> None:
+    """Give a user collection created before USER_COLLECTION_CONFIGURATION its index-saving
+    threshold (once per process and collection; get_or_create does not change an existing one)."""
+    wanted = USER_COLLECTION_CONFIGURATION["hnsw"]
+    current = (getattr(collection, "configuration_json", None) or {}).get("hnsw") or {}
+    if current.get("sync_threshold") == wanted["sync_threshold"]:
+        return
+    try:
+        collection.modify(configuration={"hnsw": {"sync_threshold": wanted["sync_threshold"],
+                                                  "batch_size": wanted["batch_size"]}})
+    except Exception as exc:  # an older server may refuse: writes still work, only slower
+        log.warning("could not set sync_threshold on %s: %s", getattr(collection, "name", "?"), exc)
 
 
 class EmbedderMismatchError(ValueError):
@@ -141,6 +158,7 @@ class ChromaStore:
                     collection = self.client.get_collection(name, embedding_function=None)
                 except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
                     return None
+            _upgrade_index_saving(collection)
             self._collections[name] = collection
             return collection
 
