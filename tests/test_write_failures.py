@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,45 +19,51 @@ from mnemic import BackgroundWriteError, HashEmbedder, Memory
 HNSW_RACE = "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
 
 
-class FlakyCollection:
-    """A real collection whose query/upsert fail with `error` the first `failures` times."""
+@dataclass
+class Faults:
+    """How many more times each collection method fails, and with what."""
 
-    def __init__(self, collection: Any, failures: dict[str, int], error: type[Exception], message: str) -> None:
+    failures: dict[str, int]
+    error: type[Exception] = InternalError
+    message: str = HNSW_RACE
+
+
+class FlakyCollection:
+    """A real collection whose methods named in `faults` fail while their count lasts."""
+
+    def __init__(self, collection: Any, faults: Faults) -> None:
         self._collection = collection
-        self._failures = failures
-        self._error = error
-        self._message = message
+        self._faults = faults
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._collection, name)
-        if name not in self._failures:
+        if name not in self._faults.failures:
             return value
 
         def flaky(*args: Any, **kwargs: Any) -> Any:
-            if self._failures[name] > 0:
-                self._failures[name] -= 1
-                raise self._error(self._message)
+            if self._faults.failures[name] > 0:
+                self._faults.failures[name] -= 1
+                raise self._faults.error(self._faults.message)
             return value(*args, **kwargs)
 
         return flaky
 
 
 class FlakyClient:
+    """A real client whose users' record collections are flaky (bookkeeping collections are not)."""
+
     def __init__(self, client: Any, failures: dict[str, int], error: type[Exception] = InternalError,
                  message: str = HNSW_RACE) -> None:
         self._client = client
+        self._faults = Faults(failures, error, message)
         self.failures = failures
-        self._error = error
-        self._message = message
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._client, name)
         if name in {"get_collection", "get_or_create_collection"}:
             def wrapped(collection_name: str, *args: Any, **kwargs: Any) -> Any:
                 found = value(collection_name, *args, **kwargs)
-                if "-m-" not in collection_name:  # only the users' record collections are flaky
-                    return found
-                return FlakyCollection(found, self.failures, self._error, self._message)
+                return FlakyCollection(found, self._faults) if "-m-" in collection_name else found
             return wrapped
         return value
 

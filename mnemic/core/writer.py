@@ -109,23 +109,22 @@ class BackgroundWriter:
         try:
             return run(items)
         except PartialBatchFailure as partial:
-            log.error("background memory write failed: %s", batch.describe(partial.items), exc_info=partial.cause)
-            with self._lock:
-                self._failures.append(WriteFailure(batch.describe(partial.items), partial.cause))
+            self._record_failure(batch.describe(partial.items), partial.cause)
         except BaseException as exc:  # a background failure must not vanish silently
-            log.exception("background memory write failed: %s", batch.describe(items))
-            with self._lock:
-                self._failures.append(WriteFailure(batch.describe(items), exc))
+            self._record_failure(batch.describe(items), exc)
         return None
 
     def _run(self, job: Callable[[], Any], description: str) -> Any:
         try:
             return job()
         except BaseException as exc:  # a background failure must not vanish silently
-            log.exception("background memory write failed: %s", description)
-            with self._lock:
-                self._failures.append(WriteFailure(description, exc))
+            self._record_failure(description, exc)
             return None
+
+    def _record_failure(self, description: str, error: BaseException) -> None:
+        log.error("background memory write failed: %s", description, exc_info=error)
+        with self._lock:
+            self._failures.append(WriteFailure(description, error))
 
     def take_failures(self) -> list[WriteFailure]:
         """The failures since the last call, oldest first; each is reported once."""

@@ -38,8 +38,7 @@ def is_transient(exc: BaseException) -> bool:
     return any(fragment in message for fragment in _TRANSIENT_MESSAGES)
 
 
-def call_with_retry(call: Callable[..., Any], *args: Any, sleep: Callable[[float], None] = time.sleep,
-                    **kwargs: Any) -> Any:
+def call_with_retry(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     for wait in (*BACKOFF_S, None):
         try:
             return call(*args, **kwargs)
@@ -48,7 +47,7 @@ def call_with_retry(call: Callable[..., Any], *args: Any, sleep: Callable[[float
                 raise
             log.warning("chroma call %s failed (%s); retrying in %.2f s",
                         getattr(call, "__name__", "?"), exc, wait)
-            sleep(wait)
+            time.sleep(wait)
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
@@ -59,14 +58,6 @@ class RetryingCollection:
 
     def __init__(self, collection: Any) -> None:
         self._collection = collection
-
-    @property
-    def name(self) -> str:
-        return str(self._collection.name)
-
-    @property
-    def metadata(self) -> Any:
-        return self._collection.metadata
 
     def __getattr__(self, attribute: str) -> Any:
         value = getattr(self._collection, attribute)
@@ -83,10 +74,6 @@ class RetryingClient:
 
     def __init__(self, client: Any) -> None:
         self._client = client
-
-    @property
-    def unwrapped(self) -> Any:
-        return self._client
 
     def __getattr__(self, attribute: str) -> Any:
         value = getattr(self._client, attribute)
