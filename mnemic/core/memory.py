@@ -176,7 +176,8 @@ class Memory:
         self._sessions: OrderedDict[tuple[str, str], SessionBuffer] = OrderedDict()
         self._writer = BackgroundWriter()
         self._pipeline = WritePipeline(self)
-        self._recall = RecallPipeline(self._store, self._lexical, lambda: self.weights, self._record)
+        self._recall = RecallPipeline(self._store, self._lexical, lambda: self.weights, self._record,
+                                      embed=lambda text: self.embedder.embed([text])[0])
         self.repair()
         if initial_policy is not None:
             self.set_policy(initial_policy)
@@ -198,6 +199,7 @@ class Memory:
         if self._closed:
             return
         self._writer.close()
+        self._recall.close()
         self._lexical.close()
         self._closed = True
         if self._lock_handle is not None:
@@ -723,8 +725,7 @@ class Memory:
                                    source=source, now=now)
 
         return self._recall.run(RecallRequest(
-            query=query_text, vector=self.embedder.embed([query_text])[0], owner=owner, limit=limit,
-            min_score=min_score, now=now, servable=servable,
+            query=query_text, owner=owner, limit=limit, min_score=min_score, now=now, servable=servable,
         ))
 
     def _scopes(self, scope: str | Sequence[str] | None) -> builtins.list[str]:

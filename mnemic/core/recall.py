@@ -9,6 +9,12 @@
 3. Conversation: the turns around the best matches, which often hold the answer to what those
    turns asked in words of their own (worth ~3 points of LoCoMo recall@10).
 
+The words side needs no query vector, so it runs on a helper thread while the query is embedded
+and the dense side queried: FTS5 and Chroma's reads release the GIL, and embedding one query keeps
+BLAS to one core. The word matches are ranked by their lexical promise alone (the dense side only
+adds the same bound to all of them), so the records read ahead are exactly the ones a sequential
+recall would read, plus enough spares to stand in for those the dense side already found.
+
 `Memory.recall` validates its arguments and hands over here; every record is checked with the
 caller's `servable` predicate on data read back from Chroma before it can be scored.
 """
@@ -16,10 +22,12 @@ caller's `servable` predicate on data read back from Chroma before it can be sco
 from __future__ import annotations
 
 import heapq
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,11 +37,12 @@ from .ranking import Candidate, RecallWeights, fuse, own_relevance, query_time_w
 from .records import MemoryMatch, MemoryRecord
 from .store import ChromaStore, StoredRow
 
+T = TypeVar("T")
+
 
 @dataclass
 class RecallRequest:
     query: str
-    vector: np.ndarray
     owner: str
     limit: int
     min_score: float
@@ -42,92 +51,144 @@ class RecallRequest:
 
 
 @dataclass
-class _WordSignals:
+class _WordSide:
     bm25: dict[str, float]
     coverage: dict[str, float]
+    ranked: list[str]  # every record sharing a query word, most promising first
+    requested: set[str] = field(default_factory=set)  # ids already asked of Chroma
+    read: dict[str, tuple[StoredRow, MemoryRecord]] = field(default_factory=dict)
+
+
+def _probe_count(limit: int) -> int:
+    return max(limit * 2, ranking.LEXICAL_PROBES)
+
+
+def _dense_pool(limit: int) -> int:
+    return max(limit * 2, ranking.DENSE_POOL)
+
+
+def _read_ahead_count(limit: int) -> int:
+    """The probes, plus one spare for each record the dense side may already hold."""
+    return _probe_count(limit) + _dense_pool(limit)
 
 
 class RecallPipeline:
     def __init__(self, store: ChromaStore, lexical: LexicalIndex, weights: Callable[[], RecallWeights],
-                 record_of: Callable[[StoredRow], MemoryRecord]) -> None:
+                 record_of: Callable[[StoredRow], MemoryRecord], embed: Callable[[str], np.ndarray]) -> None:
         self.store = store
         self.lexical = lexical
         self._weights = weights  # read per recall: the owner may swap its weights at any time
         self.record_of = record_of
+        self.embed = embed
+        self._helper: ThreadPoolExecutor | None = None
+        self._helper_lock = threading.Lock()
 
     @property
     def weights(self) -> RecallWeights:
         return self._weights()
 
+    def close(self) -> None:
+        with self._helper_lock:
+            helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.shutdown(wait=True)
+
     def run(self, request: RecallRequest) -> list[MemoryMatch]:
         """Thread-safe: everything one recall learns lives in its own locals."""
-        candidates, exhausted = self._dense(request)
-        # bm25 for every record sharing a word (FTS5 scores them all to sort anyway): a record that
-        # only context lifts into the results still needs its own lexical relevance.
-        hits = self.lexical.search(request.query, user_id=request.owner, limit=ranking.LEXICAL_HITS)
-        words = _WordSignals(bm25={h.record_id: h.bm25 for h in hits},
-                             coverage=self.lexical.coverage(request.query, user_id=request.owner))
-        self._add_word_matches(request, candidates, words, exhausted)
-        self._add_neighbours(request, candidates, words)
-        return self._ranked(request, candidates)
+        weights = self.weights
+        words_job = self._in_background(lambda: self._word_side(request, weights))
+        vector = self.embed(request.query)
+        candidates = self._dense(request, vector)
+        words = self._outcome(words_job, lambda: self._word_side(request, weights))
+        self._add_word_matches(request, vector, candidates, words)
+        self._add_neighbours(request, vector, candidates, words, weights)
+        return self._ranked(request, candidates, weights)
 
-    def _candidate(self, row: StoredRow, request: RecallRequest, **signals: Any) -> Candidate | None:
-        record = self.record_of(row)
+    def _in_background(self, work: Callable[[], T]) -> Future[T]:
+        with self._helper_lock:
+            if self._helper is None:
+                self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemic-recall")
+            return self._helper.submit(work)
+
+    @staticmethod
+    def _outcome(job: Future[T], work: Callable[[], T]) -> T:
+        # Under concurrent recalls the one helper may still be busy with another's words: do
+        # them here rather than queue behind it.
+        return work() if job.cancel() else job.result()
+
+    def _candidate(self, row: StoredRow, record: MemoryRecord, request: RecallRequest, vector: np.ndarray,
+                   **signals: Any) -> Candidate | None:
         if not request.servable(record):
             return None
         if "cosine" not in signals:
-            signals["cosine"] = float(np.dot(row.embedding, request.vector)) if row.embedding is not None else None
+            signals["cosine"] = float(np.dot(row.embedding, vector)) if row.embedding is not None else None
         return Candidate(record=record, **signals)
 
-    def _dense(self, request: RecallRequest) -> tuple[dict[str, Candidate], bool]:
-        pool = max(request.limit * 2, ranking.DENSE_POOL)
+    def _dense(self, request: RecallRequest, vector: np.ndarray) -> dict[str, Candidate]:
+        pool = _dense_pool(request.limit)
         fetch = pool
         while True:
-            rows = self.store.query(request.owner, request.vector, n_results=fetch)
+            rows = self.store.query(request.owner, vector, n_results=fetch)
             candidates: dict[str, Candidate] = {}
             for row in rows:
-                found = self._candidate(row, request, cosine=1.0 - float(row.distance or 0.0))
+                found = self._candidate(row, self.record_of(row), request, vector,
+                                        cosine=1.0 - float(row.distance or 0.0))
                 if found is not None:
                     candidates[found.record.id] = found
             if len(candidates) >= pool or len(rows) < fetch or fetch >= 20 * pool:
-                return candidates, len(rows) < fetch
+                return candidates
             fetch *= 4
 
-    def _add_word_matches(self, request: RecallRequest, candidates: dict[str, Candidate], words: _WordSignals,
-                          exhausted: bool) -> None:
-        bm25, shares = words.bm25, words.coverage
-        for candidate in candidates.values():
-            candidate.bm25 = bm25.get(candidate.record.id)
-            candidate.coverage = shares.get(candidate.record.id, 0.0)
-        # A record found by words only has a cosine at most the weakest dense candidate's (when
-        # the dense side did not return everything), which bounds its score.
-        weakest = min((c.cosine for c in candidates.values() if c.cosine is not None), default=1.0)
-        bound = 0.0 if exhausted else weakest
-        weights = self.weights
+    def _word_side(self, request: RecallRequest, weights: RecallWeights) -> _WordSide:
+        # bm25 for every record sharing a word (FTS5 scores them all to sort anyway): a record that
+        # only context lifts into the results still needs its own lexical relevance.
+        hits = self.lexical.search(request.query, user_id=request.owner, limit=ranking.LEXICAL_HITS)
+        bm25 = {h.record_id: h.bm25 for h in hits}
+        coverage = self.lexical.coverage(request.query, user_id=request.owner)
 
         def promise(record_id: str) -> float:
             bm = bm25.get(record_id) or 0.0
-            return (weights.semantic * max(0.0, bound)
-                    + weights.lexical * bm / (bm + weights.lexical_saturation)
-                    + weights.coverage * shares.get(record_id, 0.0))
+            return (weights.lexical * bm / (bm + weights.lexical_saturation)
+                    + weights.coverage * coverage.get(record_id, 0.0))
 
-        others = [rid for rid in dict.fromkeys([*bm25, *shares]) if rid not in candidates]
-        probes = heapq.nlargest(max(request.limit * 2, ranking.LEXICAL_PROBES), others, key=promise)
-        if not probes:
+        ranked = sorted(dict.fromkeys([*bm25, *coverage]), key=promise, reverse=True)
+        words = _WordSide(bm25=bm25, coverage=coverage, ranked=ranked)
+        self._read(request, words, ranked[:_read_ahead_count(request.limit)])
+        return words
+
+    def _read(self, request: RecallRequest, words: _WordSide, ids: list[str]) -> None:
+        if not ids:
             return
-        rows = self.store.get(request.owner, ids=probes, embeddings=True)
-        stale = set(probes) - {row.id for row in rows}
+        words.requested.update(ids)
+        rows = self.store.get(request.owner, ids=ids, embeddings=True)
+        stale = set(ids) - {row.id for row in rows}
         if stale:
             self.lexical.delete(sorted(stale))  # the cache outlived a record: repair it on the way
         for row in rows:
-            found = self._candidate(row, request, bm25=bm25.get(row.id), coverage=shares.get(row.id, 0.0))
-            if found is not None:
-                candidates[found.record.id] = found
+            words.read[row.id] = (row, self.record_of(row))
 
-    def _add_neighbours(self, request: RecallRequest, candidates: dict[str, Candidate], words: _WordSignals) -> None:
+    def _add_word_matches(self, request: RecallRequest, vector: np.ndarray, candidates: dict[str, Candidate],
+                          words: _WordSide) -> None:
+        for candidate in candidates.values():
+            candidate.bm25 = words.bm25.get(candidate.record.id)
+            candidate.coverage = words.coverage.get(candidate.record.id, 0.0)
+        probes = [rid for rid in words.ranked if rid not in candidates][:_probe_count(request.limit)]
+        # Only when the dense side widened past its pool can it have claimed more than the spares.
+        self._read(request, words, [rid for rid in probes if rid not in words.requested])
+        for rid in probes:
+            if rid not in words.read:
+                continue
+            row, record = words.read[rid]
+            found = self._candidate(row, record, request, vector, bm25=words.bm25.get(rid),
+                                    coverage=words.coverage.get(rid, 0.0))
+            if found is not None:
+                candidates[rid] = found
+
+    def _add_neighbours(self, request: RecallRequest, vector: np.ndarray, candidates: dict[str, Candidate],
+                        words: _WordSide, weights: RecallWeights) -> None:
         present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
         in_turns = [c for c in candidates.values() if c.record.session_id is not None and c.record.turn is not None]
-        seeds = heapq.nlargest(ranking.NEIGHBOUR_SEEDS, in_turns, key=lambda c: own_relevance(c, self.weights))
+        seeds = heapq.nlargest(ranking.NEIGHBOUR_SEEDS, in_turns, key=lambda c: own_relevance(c, weights))
         wanted: dict[str, set[int]] = {}
         for seed in seeds:
             session, turn = seed.record.session_id, seed.record.turn
@@ -140,20 +201,24 @@ class RecallPipeline:
         # By id, through the lexical index's turn table: a `where` on session and turn would make
         # Chroma scan the metadata of every record in the database (~60 ms at 40k records).
         ids = self.lexical.turn_ids(self.store.collection_name(request.owner), wanted)
-        if not ids:
-            return
-        for row in self.store.get(request.owner, ids=ids, embeddings=True):
+        already_read = [words.read[rid] for rid in ids if rid in words.read]
+        unread = [rid for rid in ids if rid not in words.read]
+        fetched = self.store.get(request.owner, ids=unread, embeddings=True) if unread else []
+        rows = already_read + [(row, self.record_of(row)) for row in fetched]
+        for row, record in rows:
             if row.id in candidates:
                 continue
-            found = self._candidate(row, request, bm25=words.bm25.get(row.id), coverage=words.coverage.get(row.id, 0.0))
+            found = self._candidate(row, record, request, vector, bm25=words.bm25.get(row.id),
+                                    coverage=words.coverage.get(row.id, 0.0))
             if found is not None:
                 candidates[found.record.id] = found
 
-    def _ranked(self, request: RecallRequest, candidates: dict[str, Candidate]) -> list[MemoryMatch]:
+    def _ranked(self, request: RecallRequest, candidates: dict[str, Candidate],
+                weights: RecallWeights) -> list[MemoryMatch]:
         matches: list[MemoryMatch] = []
         seen_hashes: set[str] = set()
         window = query_time_window(request.query)
-        for score, candidate, breakdown in fuse(list(candidates.values()), self.weights, request.now, window=window):
+        for score, candidate, breakdown in fuse(list(candidates.values()), weights, request.now, window=window):
             if score < request.min_score or candidate.record.hash in seen_hashes:
                 continue
             seen_hashes.add(candidate.record.hash)
