@@ -82,7 +82,7 @@ from .validation import (
     check_turn,
     check_user_id,
 )
-from .write_pipeline import WritePipeline
+from .write_pipeline import WritePipeline, describe_queued
 from .writer import BackgroundWriteError, BackgroundWriter
 
 log = logging.getLogger("mnemic")
@@ -99,12 +99,6 @@ PERSONAL_KINDS = frozenset({"fact", "note"})
 SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
 MAX_BUFFERED_SESSIONS = 512
 MAX_PROMPT_FACTS = 15
-
-
-def _describe_queued(records: builtins.list[MemoryRecord]) -> str:
-    users = sorted({r.user_id for r in records})
-    whose = f"user {users[0]!r}" if len(users) == 1 else f"{len(users)} users ({', '.join(map(repr, users[:5]))})"
-    return f"{len(records)} statement(s) for {whose} from remember_many()"
 
 
 class Memory:
@@ -350,7 +344,7 @@ class Memory:
         self._writer.submit_batched(
             (first.kind, actor or first.author), prepared,
             lambda records: self._pipeline.persist_queued(records, actor=actor or records[0].author),
-            _describe_queued,
+            describe_queued,
         )
         return [r.id for r in prepared]
 

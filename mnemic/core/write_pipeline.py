@@ -42,6 +42,13 @@ log = logging.getLogger("mnemic")
 BATCH_NEIGHBOURS = 12
 
 
+def describe_queued(records: Sequence[MemoryRecord]) -> str:
+    """What a failed queued batch held, for the error that reports it."""
+    users = sorted({r.user_id for r in records})
+    whose = f"user {users[0]!r}" if len(users) == 1 else f"{len(users)} users ({', '.join(map(repr, users[:5]))})"
+    return f"{len(records)} statement(s) for {whose} from remember_many()"
+
+
 class WritePipeline:
     def __init__(self, memory: Memory) -> None:
         self._memory = memory
