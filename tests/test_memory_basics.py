@@ -214,3 +214,25 @@ def test_a_user_collection_from_an_older_mnemic_gets_the_index_saving_threshold(
         memory.remember("A fact kept in a collection an older mnemic made.", user_id="u")
         assert memory.recall("older mnemic", user_id="u")
     assert client.get_collection(name).configuration_json["hnsw"]["sync_threshold"] == 100
+
+
+def test_revision_changes_with_every_change_to_the_users_records_and_only_theirs(memory: Memory) -> None:
+    seen = [memory.revision("ana")]
+
+    def changed() -> bool:
+        seen.append(memory.revision("ana"))
+        return seen[-1] != seen[-2]
+
+    record = memory.remember("Ana keeps bees on the roof.", user_id="ana")
+    assert record is not None and changed()
+    memory.recall("bees", user_id="ana")
+    memory.remember("Ben collects stamps.", user_id="ben")
+    assert not changed()
+    memory.update(record.id, text="Ana keeps two hives of bees on the roof.")
+    assert changed()
+    memory.invalidate(record.id, reason="she gave the hives away")
+    assert changed()
+    memory.delete(record.id)
+    assert changed()
+    with pytest.raises(ValueError):
+        memory.revision("")

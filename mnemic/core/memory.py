@@ -816,6 +816,14 @@ class Memory:
             return None
         return clauses[0] if len(clauses) == 1 else {"$or": clauses}
 
+    def revision(self, user_id: str) -> tuple[int, float | None]:
+        """A value that changes whenever this process changes the user's records: their count
+        (adds, deletes, erasure) and the time of the newest indexed change (every add and update
+        re-indexes its record). Lets a caller cache what it derived from them (a profile)."""
+        self._check_open()
+        owner = check_user_id(user_id)
+        return self._store.count(owner), self._lexical.watermark(self._store.collection_name(owner))
+
     def history(self, record_id: str) -> builtins.list[HistoryEntry]:
         """Every landed mutation of a record, oldest first (also after it was deleted)."""
         self._check_open()

@@ -283,12 +283,9 @@ class MemoryHooks:
 
 
 def _change_signature(memory: Memory, user_id: str) -> tuple[int, float | None] | None:
-    """Something that changes whenever this process changes the user's records: their count
-    (adds, deletes, erasure) and the lexical index's watermark (every add and update re-indexes
-    the record). None when it cannot be read, and then nothing is cached."""
+    """`memory.revision(user_id)`, or None when it cannot be read, and then nothing is cached."""
     try:
-        collection = memory._store.collection_name(user_id)
-        return memory._store.count(user_id), memory._lexical.watermark(collection)
+        return memory.revision(user_id)
     except Exception:
         return None
 
