@@ -12,7 +12,6 @@ import builtins
 import logging
 import shutil
 import tempfile
-import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -21,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .codec import NEVER, from_metadata, to_metadata
+from .codec import NEVER
 from .embeddings import Embedder, resolve_embedder
 from .extraction import (
     ExtractedFact,
@@ -52,6 +51,7 @@ from .reconcile import (
     Decision,
     thresholds_for,
 )
+from .record_writer import RecordWriter
 from .records import (
     AUTHORS,
     KINDS,
@@ -161,7 +161,7 @@ class Memory:
         self._store = ChromaStore(client, self.namespace)
         self._store.check_embedder(self.embedder.name, int(self.embedder.dimension))
         self._lexical = LexicalIndex(lexical_file)
-        self._write_lock = threading.RLock()
+        self._records = RecordWriter(self._store, self._lexical, lambda texts: self.embedder.embed(texts))
         self._last_sync: dict[str, float] = {}
         self._closed = False
         self.stats = WriteStats()
@@ -169,8 +169,8 @@ class Memory:
         # Turns seen under `explicit`, per (user, session), for memorize(); touched only by the writer.
         self._sessions: OrderedDict[tuple[str, str], SessionBuffer] = OrderedDict()
         self._writer = BackgroundWriter()
-        self._pipeline = WritePipeline(self)
-        self._recall = RecallPipeline(self._store, self._lexical, lambda: self.weights, self._record,
+        self._pipeline = WritePipeline(self, self._records, self._thresholds)
+        self._recall = RecallPipeline(self._store, self._lexical, lambda: self.weights, self._records.decode,
                                       embed=lambda text: self.embedder.embed([text])[0])
         self.repair()
         if initial_policy is not None:
@@ -269,7 +269,7 @@ class Memory:
         base = coerce_policy(policy) if policy is not None else self.effective_policy().policy
         if changes:
             base = build_policy({**dump_policy(base), **changes}, name="set_policy()")
-        with self._write_lock:
+        with self._records.lock:
             self._store.put_setting(POLICY_SETTING, dump_policy(base))
         log.info("memory policy for namespace %r: mode=%s inject=%s", self.namespace, base.mode, base.inject)
         return EffectivePolicy(policy=base, source="stored")
@@ -621,7 +621,7 @@ class Memory:
         if total <= MAX_PROMPT_FACTS:
             # Few enough to show them all: no embedding, and nothing related can be missed.
             now = utcnow()
-            chosen = sorted((r for r in map(self._record, self._store.get(owner))
+            chosen = sorted((r for r in map(self._records.decode, self._store.get(owner))
                              if r.user_id == owner and r.state != "invalid" and not r.is_expired(now)
                              and r.kind == "fact"),
                             key=lambda r: r.created_at)
@@ -659,34 +659,6 @@ class Memory:
                 if len(chosen) >= limit:
                     break
         return format_profile(chosen)
-
-    def _index(self, records: Sequence[MemoryRecord]) -> None:
-        if not records:
-            return
-        user_id = records[0].user_id
-        collection = self._store.collection_name(user_id)
-        self._lexical.upsert(((r.id, collection, r.user_id, r.text, r.version) for r in records),
-                             turns={r.id: (r.session_id, r.turn) for r in records
-                                    if r.session_id is not None and r.turn is not None})
-        self._lexical.set_watermark(collection, max(r.updated_at.timestamp() for r in records))
-
-    def _write_update(
-        self,
-        before: MemoryRecord,
-        after: MemoryRecord,
-        *,
-        action: Any,
-        actor: str,
-        reason: str | None,
-        reembed: bool,
-    ) -> None:
-        self._store.add_history([entry(action, record=after, actor=actor, before=before, after=after,
-                                       reason=reason, version=after.version)])
-        vector = self.embedder.embed([after.text])[0] if reembed else None
-        self._store.replace_metadata(after.user_id, [
-            StoredRow(after.id, after.text, to_metadata(after, for_update=True), vector)
-        ])
-        self._index([after])
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -744,9 +716,6 @@ class Memory:
         # A private record is only served back to the source that wrote it (CrewAI's semantics).
         return not (record.private and record.source != source)
 
-    def _record(self, row: StoredRow) -> MemoryRecord:
-        return from_metadata(row.id, row.document, row.metadata)
-
     def get(self, record_id: str) -> MemoryRecord:
         """A record by id, whatever its state (an operator call). Raises KeyError if unknown."""
         self._check_open()
@@ -762,11 +731,11 @@ class Memory:
         if hint is not None:
             row = self._store.get_in(hint, record_id)
             if row is not None:
-                return self._record(row)
+                return self._records.decode(row)
         for user_id in self._store.users():
             rows = self._store.get(user_id, ids=[record_id])
             if rows:
-                return self._record(rows[0])
+                return self._records.decode(rows[0])
         return None
 
     def list(
@@ -794,7 +763,7 @@ class Memory:
         records = []
         for owner in users:
             for row in self._store.iterate(owner, where=self._list_where(scopes)):
-                record = self._record(row)
+                record = self._records.decode(row)
                 if record.user_id != owner or not any(is_within(record.scope, s) for s in scopes):
                     continue
                 if record.state == "invalid" and not include_invalid:
@@ -880,11 +849,11 @@ class Memory:
             changes["expires_at"] = utcnow() + timedelta(seconds=ttl) if ttl else None
         if not changes:
             raise ValueError("update() needs at least one field to change (text, scope, categories, ...)")
-        with self._write_lock:
+        with self._records.lock:
             before = self.get(record_id)
             after = before.model_copy(update={**changes, "updated_at": utcnow(), "version": before.version + 1})
             after = MemoryRecord.model_validate(after.model_dump())
-            self._write_update(before, after, action="update", actor=actor, reason=reason,
+            self._records.update(before, after, action="update", actor=actor, reason=reason,
                                reembed="text" in changes and changes["text"] != before.text)
             return after
 
@@ -893,7 +862,7 @@ class Memory:
         """Mark a fact no longer true: kept with its history, never served again."""
         self._check_open()
         reason_text = check_text(reason, name="reason", max_chars=2000)
-        with self._write_lock:
+        with self._records.lock:
             before = self.get(record_id)
             if replaced_by is not None:
                 self.get(replaced_by)
@@ -901,14 +870,14 @@ class Memory:
                 "state": "invalid", "invalid_reason": reason_text, "invalidated_by": replaced_by,
                 "updated_at": utcnow(), "version": before.version + 1,
             })
-            self._write_update(before, after, action="invalidate", actor=actor, reason=reason_text,
+            self._records.update(before, after, action="invalidate", actor=actor, reason=reason_text,
                                reembed=False)
             return after
 
     def confirm(self, record_id: str, *, actor: str = "operator") -> MemoryRecord:
         """Let a pending fact (from a tool result or document) be served."""
         self._check_open()
-        with self._write_lock:
+        with self._records.lock:
             before = self.get(record_id)
             if before.state == "invalid":
                 raise ValueError(f"memory {record_id} is invalid ({before.invalid_reason}); it cannot be confirmed")
@@ -916,18 +885,14 @@ class Memory:
                 return before
             after = before.model_copy(update={"state": "valid", "updated_at": utcnow(),
                                               "version": before.version + 1})
-            self._write_update(before, after, action="confirm", actor=actor, reason=None, reembed=False)
+            self._records.update(before, after, action="confirm", actor=actor, reason=None, reembed=False)
             return after
 
     def delete(self, record_id: str, *, actor: str = "operator", reason: str | None = None) -> None:
         """Remove a record for good; its history keeps a tombstone."""
         self._check_open()
-        with self._write_lock:
-            record = self.get(record_id)
-            self._store.add_history([entry("delete", record=record, actor=actor, before=record, after=None,
-                                           reason=reason, version=record.version + 1)])
-            self._store.delete(record.user_id, [record.id])
-            self._lexical.delete([record.id])
+        with self._records.lock:
+            self._records.remove(self.get(record_id), actor=actor, reason=reason)
 
     def forget(
         self,
@@ -958,11 +923,11 @@ class Memory:
         self.wait_for_writes()
         users = [owner] if owner is not None else self._store.users()
         erased = 0
-        with self._write_lock:
+        with self._records.lock:
             for who in users:
                 doomed = []
                 for row in self._store.iterate(who, where=self._list_where(scopes)):
-                    record = self._record(row)
+                    record = self._records.decode(row)
                     if id_set is not None and record.id not in id_set:
                         continue
                     if not any(is_within(record.scope, s) for s in scopes):
@@ -997,7 +962,7 @@ class Memory:
         """Empty the whole namespace: every user's records, their history and settings."""
         self._check_open()
         self.wait_for_writes()
-        with self._write_lock:
+        with self._records.lock:
             for user_id in self._store.users():
                 self._lexical.drop_collection(self._store.collection_name(user_id))
             embedder = self._store.get_setting("embedder")
@@ -1090,7 +1055,7 @@ class Memory:
         self._check_open()
         store: KnowledgeStore | None = getattr(self, "_knowledge_store", None)
         if store is None:
-            with self._write_lock:
+            with self._records.lock:
                 store = getattr(self, "_knowledge_store", None)
                 if store is None:
                     store = KnowledgeStore(self)

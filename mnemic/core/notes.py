@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .codec import to_metadata, to_ts
-from .history import entry
+from .codec import to_ts
 from .ranking import Candidate, fuse
 from .records import MemoryRecord, text_hash, utcnow
 from .safety import find_secrets, sensitive_category
@@ -160,9 +159,10 @@ class NoteStore:
         now = utcnow()
         lifetime = refreshable or (policy.ttl_seconds or None)
         record_id = self.note_id(owner, key)
-        with memory._write_lock:
-            rows = memory._store.get(owner, ids=[record_id])
-            before = memory._record(rows[0]) if rows else None
+        records = memory._records
+        with records.lock:
+            found = records.read(owner, [record_id])
+            before = found[0] if found else None
             if before is not None:
                 version = before.version + 1
                 created = before.created_at
@@ -180,21 +180,13 @@ class NoteStore:
                           TTL_FIELD: float(refreshable or 0.0)},
                 version=version,
             )
-            memory._store.add_history([entry("add" if before is None else "update", record=record,
-                                             actor=actor or author, before=before, after=record,
-                                             version=version, details={"note_key": key})])
-            if before is None or before.text != body:
-                vector = memory.embedder.embed([body])[0]
-                row = StoredRow(record.id, body, to_metadata(record, for_update=before is not None), vector)
-                if before is None:
-                    memory._store.add(owner, [row])
-                else:
-                    memory._store.replace_metadata(owner, [row])
+            if before is None:
+                records.insert(owner, [record], memory.embedder.embed([body]), actor=actor or author,
+                               details=[{"note_key": key}])
             else:
                 # Same text: the stored vector still holds, and re-embedding costs ~16x a fresh add.
-                meta = to_metadata(record, for_update=True)
-                memory._store.replace_metadata(owner, [StoredRow(record.id, body, meta)])
-            memory._index([record])
+                records.update(before, record, action="update", actor=actor or author, reason=None,
+                               reembed=before.text != body, details={"note_key": key})
         return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable)
 
     def _screen(self, text: str, fields: str, *, exclude_sensitive: bool) -> None:
@@ -224,19 +216,12 @@ class NoteStore:
         memory._check_open()
         owner = check_user_id(user_id)
         record_id = self.note_id(owner, key)
-        with memory._write_lock:
-            rows = memory._store.get(owner, ids=[record_id])
-            if not rows:
+        with memory._records.lock:
+            found = memory._records.read(owner, [record_id])
+            if not found:
                 return False
-            self._remove(memory._record(rows[0]), actor=actor, reason=None)
+            memory._records.remove(found[0], actor=actor, reason=None)
         return True
-
-    def _remove(self, record: MemoryRecord, *, actor: str, reason: str | None) -> None:
-        memory = self._memory
-        memory._store.add_history([entry("delete", record=record, actor=actor, before=record, after=None,
-                                         reason=reason, version=record.version + 1)])
-        memory._store.delete(record.user_id, [record.id])
-        memory._lexical.delete([record.id])
 
     def touch(self, notes: Iterable[Note]) -> None:
         """Restart the lifetime of notes that have a refreshable ttl (a read counts as use).
@@ -251,7 +236,7 @@ class NoteStore:
             by_owner.setdefault(note.record.user_id, []).append(StoredRow(note.record.id, note.record.text, meta))
         if not by_owner:
             return
-        with memory._write_lock:
+        with memory._records.lock:
             for owner, rows in by_owner.items():
                 memory._store.replace_metadata(owner, rows)
 
@@ -265,8 +250,8 @@ class NoteStore:
         for owner in (user_ids if user_ids is not None else memory.users()):
             for note, _ in self._rows(owner, scope, vectors=False, include_expired=True):
                 if note.record.is_expired(now):
-                    with memory._write_lock:
-                        self._remove(note.record, actor=actor, reason="expired")
+                    with memory._records.lock:
+                        memory._records.remove(note.record, actor=actor, reason="expired")
                     removed += 1
         return removed
 
@@ -283,7 +268,7 @@ class NoteStore:
         now = utcnow()
         found: dict[str, Note] = {}
         for row in memory._store.get(owner, ids=list(ids)):
-            note = _note(memory._record(row))
+            note = _note(memory._records.decode(row))
             if note is not None and ids.get(row.id) == note.key and self._servable(note, owner, now):
                 found[note.key] = note
         return found
@@ -305,7 +290,7 @@ class NoteStore:
         while True:
             rows = memory._store.get(owner, where=where, limit=_PAGE, offset=offset, embeddings=vectors)
             for row in rows:
-                note = _note(memory._record(row))
+                note = _note(memory._records.decode(row))
                 if note is None:
                     continue
                 if note.record.user_id != owner or note.record.state != "valid":

@@ -5,8 +5,8 @@ update) inserts the new record with `supersedes` and retires the old one, which 
 `invalidated_by` and the reason; anything else is inserted. The rules in `reconcile.py` decide,
 or the LLM when one is configured (one structured call per 20 records that have related facts).
 
-A pipeline belongs to one `Memory` and writes through its primitives (history entry, then Chroma
-record, then lexical index: see memory.py), under its write lock.
+A pipeline belongs to one `Memory` and writes through its `RecordWriter` (history entry, then
+Chroma record, then lexical index), holding the writer's lock for a whole batch.
 """
 
 from __future__ import annotations
@@ -17,20 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .codec import to_metadata
 from .extraction import ask_structured
-from .history import entry
 from .reconcile import (
     INSERT,
     Decision,
     Similar,
+    Thresholds,
     build_reconcile_messages,
     decide,
     parse_reconcile,
     reconcile_schema,
 )
+from .record_writer import RecordWriter
 from .records import MemoryRecord, utcnow
-from .store import StoredRow
 from .writer import PartialBatchFailure
 
 if TYPE_CHECKING:
@@ -50,8 +49,13 @@ def describe_queued(records: Sequence[MemoryRecord]) -> str:
 
 
 class WritePipeline:
-    def __init__(self, memory: Memory) -> None:
+    """Reconciles new statements with what their user already has, then writes them through
+    `records`. Reads the memory's embedder, llm and stats when it runs (a caller may swap them)."""
+
+    def __init__(self, memory: Memory, records: RecordWriter, thresholds: Thresholds) -> None:
         self._memory = memory
+        self._records = records
+        self._thresholds = thresholds
 
     def persist_queued(self, records: list[MemoryRecord], *, actor: str) -> None:
         """A batch of queued statements, possibly from several users: each user's in their order
@@ -90,7 +94,7 @@ class WritePipeline:
         if not records:
             return []
         user_id = records[0].user_id
-        with self._memory._write_lock:
+        with self._records.lock:
             vectors = self._memory.embedder.embed([r.text for r in records])
             pools = self.similar_many(user_id, list(vectors), kind=records[0].kind)
             plan: dict[str, Decision] = dict(decisions or {})
@@ -108,18 +112,13 @@ class WritePipeline:
             def flush() -> None:
                 if not unwritten:
                     return
-                self._memory._store.add_history([
-                    entry("add", record=r, actor=actor, before=None, after=r, version=r.version,
-                          details={"source_kind": r.source_kind, "author": r.author, "decision": d.action,
-                                   "decided_by": d.by, "reason": d.reason, "supersedes": list(d.targets)
-                                   if d.action in ("update", "invalidate") else []})
-                    for r, _, d in unwritten
-                ])
-                self._memory._store.add(user_id, [
-                    StoredRow(id=r.id, document=r.text, metadata=to_metadata(r), embedding=v)
-                    for r, v, _ in unwritten
-                ])
-                self._memory._index([r for r, _, _ in unwritten])
+                self._records.insert(
+                    user_id, [r for r, _, _ in unwritten], [v for _, v, _ in unwritten], actor=actor,
+                    details=[{"source_kind": r.source_kind, "author": r.author, "decision": d.action,
+                              "decided_by": d.by, "reason": d.reason,
+                              "supersedes": list(d.targets) if d.action in ("update", "invalidate") else []}
+                             for r, _, d in unwritten],
+                )
                 unwritten.clear()
 
             now = utcnow()
@@ -166,7 +165,7 @@ class WritePipeline:
     def _decide(self, record: MemoryRecord, planned: Decision | None, candidates: list[Similar],
                 changed: Mapping[str, MemoryRecord]) -> tuple[Decision, list[MemoryRecord]]:
         """The decision for one record and the live records it targets."""
-        ruled = decide(record, candidates, self._memory._thresholds)
+        ruled = decide(record, candidates, self._thresholds)
         if planned is None:
             decision = ruled
         elif ruled.action == "keep" and (planned.action == "insert" or ruled.reason.startswith("the same")):
@@ -182,8 +181,8 @@ class WritePipeline:
         missing = [t for t in decision.targets if t not in known]
         if missing:
             # The model may name a fact it was shown that is not among this fact's nearest ones.
-            for row in self._memory._store.get(record.user_id, ids=missing):
-                fetched = changed.get(row.id) or self._memory._record(row)
+            for stored in self._records.read(record.user_id, missing):
+                fetched = changed.get(stored.id) or stored
                 if fetched.user_id == record.user_id and fetched.state != "invalid" \
                         and not fetched.is_expired():
                     known[fetched.id] = fetched
@@ -215,7 +214,7 @@ class WritePipeline:
             "state": "invalid", "invalid_reason": reason, "invalidated_by": new.id,
             "updated_at": utcnow(), "version": old.version + 1,
         })
-        self._memory._write_update(old, after, action="invalidate", actor=actor, reason=reason, reembed=False)
+        self._records.update(old, after, action="invalidate", actor=actor, reason=reason, reembed=False)
         return after
 
     def similar(self, user_id: str, vector: np.ndarray, *, kind: str, k: int = 12) -> list[Similar]:
@@ -229,10 +228,10 @@ class WritePipeline:
         here. One store query for all the vectors."""
         now = utcnow()
         pools = []
-        for rows in self._memory._store.query_many(user_id, vectors, n_results=k * 2):
+        for rows in self._records.store.query_many(user_id, vectors, n_results=k * 2):
             found = []
             for row in rows:
-                record = self._memory._record(row)
+                record = self._records.decode(row)
                 if (record.user_id != user_id or record.state == "invalid" or record.is_expired(now)
                         or record.kind != kind):
                     continue
@@ -253,7 +252,7 @@ class WritePipeline:
             existing: list[tuple[int, str]] = []
             for record, pool in zip(chunk, pools[start:start + 20], strict=True):
                 for similar in sorted(pool, key=lambda s: -s.cosine):
-                    if similar.cosine < self._memory._thresholds.related or similar.record.hash == record.hash:
+                    if similar.cosine < self._thresholds.related or similar.record.hash == record.hash:
                         continue
                     if similar.record.id not in alias_of and len(existing) < 30:
                         alias_of[similar.record.id] = len(existing) + 1
@@ -303,5 +302,5 @@ class WritePipeline:
         })
         if incoming.text != twin.text:
             reason = f"{reason}: {incoming.text!r}"
-        self._memory._write_update(twin, updated, action="merge", actor=actor, reason=reason, reembed=False)
+        self._records.update(twin, updated, action="merge", actor=actor, reason=reason, reembed=False)
         return updated
