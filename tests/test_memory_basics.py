@@ -236,3 +236,27 @@ def test_revision_changes_with_every_change_to_the_users_records_and_only_theirs
     assert changed()
     with pytest.raises(ValueError):
         memory.revision("")
+
+
+def test_records_in_the_older_one_key_per_field_form_are_read_and_compacted_when_changed(store_path: Path) -> None:
+    import json
+
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        record = memory.remember("Ana keeps bees on the roof.", user_id="ana", scope="/home",
+                                 categories=["hobby"], metadata={"hives": 2}, session_id="s1", turn=4)
+        assert record is not None
+        collection = memory._store.user_collection("ana", create=False)
+        compact = collection.get(ids=[record.id], include=["metadatas"])["metadatas"][0]
+        # As an older mnemic wrote it: every field a key of its own.
+        spread = {**json.loads(compact["record"]), "scope_path": compact["scope_path"], "record": None}
+        collection.update(ids=[record.id], metadatas=[spread])
+        assert "record" not in collection.get(ids=[record.id], include=["metadatas"])["metadatas"][0]
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert memory.get(record.id) == record
+        assert [m.record.id for m in memory.recall("bees on the roof", user_id="ana")] == [record.id]
+        assert [r.id for r in memory.list(user_id="ana", scope="/home")] == [record.id]
+        updated = memory.update(record.id, importance=0.9)
+        stored = memory._store.user_collection("ana", create=False).get(ids=[record.id], include=["metadatas"])
+        assert set(stored["metadatas"][0]) == {"record", "kind", "scope_path", "updated_at"}
+        assert memory.get(record.id) == updated
+        assert updated.metadata == {"hives": 2} and updated.categories == ["hobby"] and updated.turn == 4

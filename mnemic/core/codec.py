@@ -1,12 +1,19 @@
-"""Translation between a MemoryRecord and the flat metadata Chroma can hold.
+"""Translation between a MemoryRecord and the metadata Chroma holds for it.
 
-Chroma metadata takes scalars and non-empty homogeneous lists, rejects None on add, and treats
-None on update as "delete this key". Times are stored as UTC epoch seconds so they can be compared
-in `where` filters. "Never expires" is a far-future sentinel, so the expiry filter is one `$gt`.
+Chroma stores every metadata key of a record as a row of its own and reads them all back with the
+record: with each field as a key (~20), reading 20 records cost ~5 ms against ~1.5 ms with one key
+(bench/bench_chroma_layout.py --metadata). So a record is one JSON key, `record`, plus the few keys
+that `where` filters read: kind, scope_path (every ancestor scope, for `$contains`) and updated_at.
+
+Records written by an older mnemic, with every field a key of its own, are read the same way and
+take the compact form when they next change (their old keys are then removed: Chroma treats None
+on update as "delete this key"). Times are UTC epoch seconds; "never expires" is a far-future
+sentinel.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any
 
@@ -15,8 +22,14 @@ from .scopes import ancestors
 
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z
 USER_META_PREFIX = "x."
+RECORD_FIELD = "record"
+FILTER_FIELDS = ("kind", "scope_path", "updated_at")
 _LIST_FIELDS = ("categories", "links")
 _OPTIONAL_TEXT = ("topic", "session_id", "invalidated_by", "invalid_reason", "supersedes", "source")
+# The keys of the one-key-per-field form, removed from a record when it is rewritten.
+_SPREAD_FIELDS = ("user_id", "namespace", "scope", "importance", "author", "source_kind", "state", "hash",
+                  "private", "created_at", "expires_at", "version", "turn", "last_accessed_at",
+                  *_OPTIONAL_TEXT, *_LIST_FIELDS)
 
 
 def to_ts(moment: datetime | None) -> float | None:
@@ -30,8 +43,19 @@ def from_ts(value: Any) -> datetime | None:
 
 
 def to_metadata(record: MemoryRecord, *, for_update: bool = False) -> dict[str, Any]:
-    """Chroma metadata for a record. With `for_update`, absent optional keys are sent as None so
-    that Chroma removes a value that was cleared (e.g. an expiry that was lifted)."""
+    """Chroma metadata for a record. With `for_update` (the record exists and Chroma merges what
+    is sent into what it holds), the keys of the older one-key-per-field form are sent as None."""
+    fields = _fields(record)
+    meta: dict[str, Any] = {name: fields[name] for name in FILTER_FIELDS}
+    meta[RECORD_FIELD] = json.dumps({k: v for k, v in fields.items() if k != "scope_path"},
+                                    separators=(",", ":"), ensure_ascii=False)
+    if for_update:
+        meta.update(dict.fromkeys(_SPREAD_FIELDS))
+        meta.update(dict.fromkeys(USER_META_PREFIX + key for key in record.metadata))
+    return meta
+
+
+def _fields(record: MemoryRecord) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "user_id": record.user_id,
         "namespace": record.namespace,
@@ -51,28 +75,24 @@ def to_metadata(record: MemoryRecord, *, for_update: bool = False) -> dict[str, 
     }
     if record.turn is not None:
         meta["turn"] = int(record.turn)
-    elif for_update:
-        meta["turn"] = None
     if record.last_accessed_at is not None:
         meta["last_accessed_at"] = to_ts(record.last_accessed_at)
     for name in _OPTIONAL_TEXT:
         value = getattr(record, name)
         if value is not None:
             meta[name] = value
-        elif for_update:
-            meta[name] = None
     for name in _LIST_FIELDS:
         values = list(getattr(record, name))
         if values:
             meta[name] = values
-        elif for_update:
-            meta[name] = None
     for key, value in record.metadata.items():
         meta[USER_META_PREFIX + key] = value
     return meta
 
 
-def from_metadata(record_id: str, document: str, meta: dict[str, Any]) -> MemoryRecord:
+def from_metadata(record_id: str, document: str, stored: dict[str, Any]) -> MemoryRecord:
+    packed = stored.get(RECORD_FIELD)
+    meta = json.loads(packed) if isinstance(packed, str) else stored
     expires = meta.get("expires_at")
     return MemoryRecord(
         id=record_id,

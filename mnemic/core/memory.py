@@ -15,7 +15,7 @@ import tempfile
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ from .safety import REDACTED, find_secrets, redact, sensitive_category
 from .scopes import ROOT, ancestors, is_within, normalise_scope
 from .sessions import SessionBuffer, Turn, group_turns
 from .stats import WriteStats
-from .store import ChromaStore, StoredRow, make_persistent_client, owner_key
+from .store import ChromaStore, make_persistent_client, owner_key
 from .validation import (
     MAX_TEXT_CHARS,
     check_categories,
@@ -1089,31 +1089,25 @@ class Memory:
         count = self._store.count(user_id)
         if watermark is not None and count == len(indexed):
             # Only records written after the watermark can be missing or stale.
-            rows = list(self._store.iterate(user_id, where={"updated_at": {"$gte": watermark - 1.0}}))
-            todo = [r for r in rows if indexed.get(r.id) != int(r.metadata.get("version", 1))]
+            rows = self._store.iterate(user_id, where={"updated_at": {"$gte": watermark - 1.0}})
+            records = [self._records.decode(row) for row in rows]
             stale_ids: builtins.list[str] = []
         else:
-            rows = list(self._store.iterate(user_id))
-            present = {r.id for r in rows}
+            records = [self._records.decode(row) for row in self._store.iterate(user_id)]
+            present = {r.id for r in records}
             stale_ids = [rid for rid in indexed if rid not in present]
-            todo = [r for r in rows if indexed.get(r.id) != int(r.metadata.get("version", 1))]
+        todo = [r for r in records if indexed.get(r.id) != r.version]
         if stale_ids:
             self._lexical.delete(stale_ids)
         if todo:
-            self._lexical.upsert(((r.id, collection, user_id, r.document, int(r.metadata.get("version", 1)))
-                                  for r in todo), turns=dict(_turns_of(todo)))
-        if rows:
-            self._lexical.set_watermark(collection, max(float(r.metadata.get("updated_at", 0)) for r in rows))
+            self._lexical.upsert(((r.id, collection, user_id, r.text, r.version) for r in todo),
+                                 turns={r.id: (r.session_id, r.turn) for r in todo
+                                        if r.session_id and r.turn is not None})
+        if records:
+            self._lexical.set_watermark(collection, max(r.updated_at.timestamp() for r in records))
         elif watermark is None:
             self._lexical.set_watermark(collection, 0.0)
         return len(todo) + len(stale_ids)
-
-
-def _turns_of(rows: Iterable[StoredRow]) -> Iterator[tuple[str, tuple[str, int]]]:
-    for row in rows:
-        session, turn = row.metadata.get("session_id"), row.metadata.get("turn")
-        if isinstance(session, str) and session and isinstance(turn, int):
-            yield row.id, (session, turn)
 
 
 # Imported late: views call back into Memory.

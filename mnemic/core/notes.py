@@ -31,12 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .codec import to_ts
 from .ranking import Candidate, fuse
 from .records import MemoryRecord, text_hash, utcnow
 from .safety import find_secrets, sensitive_category
 from .scopes import ROOT, normalise_scope
-from .store import StoredRow
 from .validation import check_text, check_ttl, check_user_id
 
 if TYPE_CHECKING:
@@ -227,18 +225,20 @@ class NoteStore:
         """Restart the lifetime of notes that have a refreshable ttl (a read counts as use).
         Not a mutation: no history entry, no new version."""
         memory = self._memory
-        now = utcnow()
-        by_owner: dict[str, builtins.list[StoredRow]] = {}
+        by_owner: dict[str, builtins.list[str]] = {}
         for note in notes:
-            if note.ttl_seconds is None:
-                continue
-            meta = {"expires_at": to_ts(now + timedelta(seconds=note.ttl_seconds)), "last_accessed_at": to_ts(now)}
-            by_owner.setdefault(note.record.user_id, []).append(StoredRow(note.record.id, note.record.text, meta))
+            if note.ttl_seconds is not None:
+                by_owner.setdefault(note.record.user_id, []).append(note.record.id)
         if not by_owner:
             return
+        now = utcnow()
         with memory._records.lock:
-            for owner, rows in by_owner.items():
-                memory._store.replace_metadata(owner, rows)
+            for owner, ids in by_owner.items():
+                # The stored record, not the one read before: a write since then must not be undone.
+                current = [r for r in memory._records.read(owner, ids) if not r.is_expired(now)]
+                refreshed = [r.model_copy(update={"expires_at": now + timedelta(seconds=ttl), "last_accessed_at": now})
+                             for r in current if (ttl := float(r.metadata.get(TTL_FIELD) or 0.0)) > 0]
+                memory._records.refresh(refreshed)
 
     def sweep(self, *, user_ids: Sequence[str] | None = None, scope: str | None = None,
               actor: str = "ttl") -> int:

@@ -64,6 +64,14 @@ class RecordWriter:
         ])
         self.index([after])
 
+    def refresh(self, records: Sequence[MemoryRecord]) -> None:
+        """Rewrite bookkeeping that is not a change of the record (expiry, last access): no
+        history entry, no new version. Records of one user, read under `lock`."""
+        if records:
+            self.store.replace_metadata(records[0].user_id, [
+                StoredRow(r.id, r.text, to_metadata(r, for_update=True)) for r in records
+            ])
+
     def remove(self, record: MemoryRecord, *, actor: str, reason: str | None) -> None:
         """Delete a record for good; its history keeps a tombstone."""
         self.store.add_history([entry("delete", record=record, actor=actor, before=record, after=None,
