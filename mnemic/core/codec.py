@@ -2,7 +2,7 @@
 
 Chroma stores every metadata key of a record as a row of its own and reads them all back with the
 record: with each field as a key (~20), reading 20 records cost ~5 ms against ~1.5 ms with one key
-(bench/bench_chroma_layout.py --metadata). So a record is one JSON key, `record`, plus the few keys
+(bench/bench_record_metadata.py). So a record is one JSON key, `record`, plus the few keys
 that `where` filters read: kind, scope_path (every ancestor scope, for `$contains`) and updated_at.
 
 Records written by an older mnemic, with every field a key of its own, are read the same way and

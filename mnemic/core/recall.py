@@ -126,7 +126,9 @@ class RecallPipeline:
 
     def _dense(self, request: RecallRequest, vector: np.ndarray) -> dict[str, Candidate]:
         pool = _dense_pool(request.limit)
-        fetch = pool
+        # A margin over the pool, so that a few records that may not be served (the facts a
+        # correction retired sit right beside it) do not cost a second, wider query.
+        fetch = pool + pool // 2
         while True:
             rows = self.store.query(request.owner, vector, n_results=fetch)
             candidates: dict[str, Candidate] = {}
@@ -135,7 +137,9 @@ class RecallPipeline:
                                         cosine=1.0 - float(row.distance or 0.0))
                 if found is not None:
                     candidates[found.record.id] = found
-            if len(candidates) >= pool or len(rows) < fetch or fetch >= 20 * pool:
+                    if len(candidates) == pool:
+                        return candidates
+            if len(rows) < fetch or fetch >= 20 * pool:
                 return candidates
             fetch *= 4
 
