@@ -3,7 +3,8 @@
     python bench/bench_memory_latency.py --records 10000            # a few minutes
     nohup python bench/bench_memory_latency.py --records 10000,100000 > bench/results/latency.log 2>&1 &
 
-The store grows to each size in turn (remember_many in batches, one user per batch), then:
+The store grows to each size in turn (remember_many in batches, one user per batch) until it holds
+that many records (repeated statements merge, so it takes more statements than records), then:
 - remember: single `remember()` calls, embedding included, spread over the users;
 - recall: `recall(query, user_id=..., limit=10)` across users, query embedding included;
 - references measured on the same data in the same run, so a busy machine moves both alike:
@@ -116,16 +117,30 @@ class Loader:
         self.users = [f"user-{i:03d}" for i in range(users)]
         self.rng = random.Random(seed)
         self.batch = batch
-        self.count = 0
+        self.count = 0  # statements remembered
+        self._grew_from = 0
         self.sessions = 0
         self.start = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
+    def stored(self) -> int:
+        """Records in the store (invalidated ones included): repeated statements merge, so it
+        holds fewer records than statements were remembered."""
+        return sum(self.memory._store.count(u) for u in self.users)
+
     def grow_to(self, target: int, log: Callable[[str], None]) -> float:
+        """Remember statements until the store holds `target` records."""
         began = time.perf_counter()
-        added = 0
-        while self.count < target:
+        self._grew_from = self.count
+        goal = self.count + target - self.stored()
+        while goal > self.count:
+            self._remember_up_to(goal, began, log)
+            goal = self.count + target - self.stored()
+        return time.perf_counter() - began
+
+    def _remember_up_to(self, goal: int, began: float, log: Callable[[str], None]) -> None:
+        while self.count < goal:
             user = self.users[(self.count // self.batch) % len(self.users)]
-            size = min(self.batch, target - self.count)
+            size = min(self.batch, goal - self.count)
             turns = size // TURN_SHARE
             when = self.start + timedelta(hours=self.count // 50)
             self.memory.remember_many([sentence(self.rng) for _ in range(size - turns)], user_id=user,
@@ -136,13 +151,12 @@ class Loader:
                 self.memory.remember_many([sentence(self.rng)], user_id=user, session_id=session, turn=turn,
                                           created_at=when)
             self.count += size
-            added += size
             if self.count % 5_000 < size:
                 self.memory.drain_writes()
-                rate = added / (time.perf_counter() - began)
-                log(f"  loaded {self.count} records ({rate:.0f}/s), rss {current_rss_mb():.0f} MB")
+                rate = (self.count - self._grew_from) / (time.perf_counter() - began)
+                log(f"  remembered {self.count} statements ({rate:.0f}/s), {self.stored()} records stored, "
+                    f"rss {current_rss_mb():.0f} MB")
         self.memory.drain_writes()
-        return time.perf_counter() - began
 
 
 def plain_chroma(memory: Any, path: Path, users: Sequence[str]) -> Any:
@@ -267,23 +281,21 @@ def main() -> None:
     memory.embedder.embed(["warm-up"])
     log(f"store {workdir}; after start rss {current_rss_mb():.0f} MB")
     loader = Loader(memory, args.users, args.seed, args.batch)
-    if args.resume:
-        loader.count = sum(memory._store.count(u) for u in loader.users)
+    if args.resume or args.measure_only:
+        loader.count = loader.stored()  # seeds the generator: statements are not records, but any count will do
         loader.rng = random.Random(args.seed * 1_000_003 + loader.count)
-        log(f"resuming from the existing {loader.count} records")
-        sizes = [s for s in sizes if s > loader.count]
+        log(f"the store holds {loader.count} records")
+        sizes = [loader.count] if args.measure_only else [s for s in sizes if s > loader.count]
     results = []
     try:
         for size in sizes:
             if args.measure_only:
-                loader.count = size = sum(memory._store.count(u) for u in loader.users)
                 load_s = float("nan")
-                log(f"measuring the existing {size} records")
             else:
                 log(f"growing to {size} records")
                 load_s = loader.grow_to(size, log)
                 log(f"  loaded in {load_s:.0f} s, load average {os.getloadavg()[0]:.2f}")
-            result = measure(memory, loader, args, workdir, size, log)
+            result = measure(memory, loader, args, workdir, loader.stored(), log)
             result["load_s"] = load_s
             result["load_average"] = os.getloadavg()[0]
             results.append(result)
