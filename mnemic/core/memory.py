@@ -30,7 +30,7 @@ from .extraction import (
     normalise_messages,
     topic_allowed,
 )
-from .history import HistoryEntry, applied_entries, entry
+from .history import HistoryEntry, applied_entries
 from .lexical import LexicalIndex
 from .llm import check_llm
 from .lock import acquire_store_lock
@@ -66,7 +66,7 @@ from .safety import REDACTED, find_secrets, redact, sensitive_category
 from .scopes import ROOT, ancestors, is_within, normalise_scope
 from .sessions import SessionBuffer, Turn, group_turns
 from .stats import WriteStats
-from .store import ChromaStore, make_persistent_client, owner_key
+from .store import ChromaStore, make_persistent_client
 from .validation import (
     MAX_TEXT_CHARS,
     check_categories,
@@ -937,26 +937,8 @@ class Memory:
                     if cutoff is not None and record.created_at >= cutoff:
                         continue
                     doomed.append(record)
-                erased += self._erase(who, doomed, actor=actor)
+                erased += self._records.erase(who, doomed, actor=actor)
         return erased
-
-    def _erase(self, user_id: str, records: builtins.list[MemoryRecord], *, actor: str) -> int:
-        if not records:
-            return 0
-        ids = [r.id for r in records]
-        self._store.delete(user_id, ids)
-        self._lexical.delete(ids)
-        old_entries = self._store.history_ids_for_records(ids)
-        self._store.delete_history(old_entries)
-        tombstones = []
-        for record in records:
-            tomb = entry("forget", record=record, actor=actor, before=None, after=None,
-                         reason="erased", version=record.version + 1)
-            # The trail keeps that something was erased, not whose it was.
-            tomb["user_id"] = "erased:" + owner_key(record.user_id)[:16]
-            tombstones.append(tomb)
-        self._store.add_history(tombstones)
-        return len(records)
 
     def reset(self) -> None:
         """Empty the whole namespace: every user's records, their history and settings."""
@@ -1099,10 +1081,7 @@ class Memory:
         todo = [r for r in records if indexed.get(r.id) != r.version]
         if stale_ids:
             self._lexical.delete(stale_ids)
-        if todo:
-            self._lexical.upsert(((r.id, collection, user_id, r.text, r.version) for r in todo),
-                                 turns={r.id: (r.session_id, r.turn) for r in todo
-                                        if r.session_id and r.turn is not None})
+        self._records.index(todo)
         if records:
             self._lexical.set_watermark(collection, max(r.updated_at.timestamp() for r in records))
         elif watermark is None:

@@ -182,7 +182,7 @@ class NoteStore:
                 records.insert(owner, [record], memory.embedder.embed([body]), actor=actor or author,
                                details=[{"note_key": key}])
             else:
-                # Same text: the stored vector still holds, and re-embedding costs ~16x a fresh add.
+                # Re-embedded only when the text changed: an unchanged text keeps its stored vector.
                 records.update(before, record, action="update", actor=actor or author, reason=None,
                                reembed=before.text != body, details={"note_key": key})
         return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable)

@@ -3,7 +3,7 @@
 That order is what crash repair relies on. An entry written before its mutation carries the
 version the mutation produces, so `history.applied_entries` leaves out one whose change never
 landed; the lexical index is a cache that `Memory` repairs from Chroma on open. The write pipeline,
-notes and Memory's own update/invalidate/confirm/delete all write through here, under one lock.
+notes and Memory's own update/invalidate/confirm/delete/forget all write through here, under one lock.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .codec import from_metadata, to_metadata
 from .history import Action, entry
 from .lexical import LexicalIndex
 from .records import MemoryRecord
-from .store import ChromaStore, StoredRow
+from .store import ChromaStore, StoredRow, owner_key
 
 
 class RecordWriter:
@@ -78,6 +78,24 @@ class RecordWriter:
                                       reason=reason, version=record.version + 1)])
         self.store.delete(record.user_id, [record.id])
         self.lexical.delete([record.id])
+
+    def erase(self, user_id: str, records: Sequence[MemoryRecord], *, actor: str) -> int:
+        """Remove records and their text from the audit trail too (erasure): what remains is a
+        tombstone saying that something was erased, when and by whom, not whose it was."""
+        if not records:
+            return 0
+        ids = [r.id for r in records]
+        self.store.delete(user_id, ids)
+        self.lexical.delete(ids)
+        self.store.delete_history(self.store.history_ids_for_records(ids))
+        tombstones = []
+        for record in records:
+            tomb = entry("forget", record=record, actor=actor, before=None, after=None,
+                         reason="erased", version=record.version + 1)
+            tomb["user_id"] = "erased:" + owner_key(record.user_id)[:16]
+            tombstones.append(tomb)
+        self.store.add_history(tombstones)
+        return len(records)
 
     def index(self, records: Sequence[MemoryRecord]) -> None:
         """Put records (all of one user) in the lexical index, with where each turn sits."""
