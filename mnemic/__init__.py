@@ -30,6 +30,7 @@ from .core.memory import Memory
 from .core.policy import EffectivePolicy, MemoryPolicy, PolicyError
 from .core.ranking import RecallWeights
 from .core.records import MemoryMatch, MemoryRecord, ScoreBreakdown
+from .core.retention import ErasureReport, RetainedPlace
 from .core.stats import WriteStats
 from .core.store import EmbedderMismatchError
 from .core.views import MemoryView
@@ -46,6 +47,7 @@ __all__ = [
     "Embedder",
     "EmbedderMismatchError",
     "EmbeddingError",
+    "ErasureReport",
     "HashEmbedder",
     "HistoryEntry",
     "IngestResult",
@@ -62,6 +64,7 @@ __all__ = [
     "MiniLM",
     "PolicyError",
     "RecallWeights",
+    "RetainedPlace",
     "ScoreBreakdown",
     "StoreLockedError",
     "UnsupportedDocumentError",

@@ -216,7 +216,11 @@ def forget_command(store: Path, server: str | None, namespace: str, embedder: st
     with opened(store, server, namespace, embedder) as memory:
         erased = memory.forget(user_id=user_id, scope=scope, categories=list(categories) or None,
                                older_than=older_than_days * 86400 if older_than_days is not None else None)
-        _out.print(f"erased {erased} facts")
+        _out.print(f"erased {int(erased)} facts")
+        for label, count in sorted(erased.retained.items()):
+            _out.print(f"erased {count} {label}")
+        for place in erased.unreachable:
+            _err.print(f"[yellow]could not erase[/] {place}")
 
 
 # -- policy --------------------------------------------------------------------------------------

@@ -62,6 +62,8 @@ from .records import (
     text_hash,
     utcnow,
 )
+from .retention import SETTING_PREFIX as RETAINED_PREFIX
+from .retention import ErasableState, ErasureReport, RetainedPlace, erase_everywhere
 from .safety import REDACTED, find_secrets, redact, sensitive_category
 from .scopes import ROOT, ancestors, is_within, normalise_scope
 from .sessions import SessionBuffer, Turn, group_turns
@@ -168,6 +170,9 @@ class Memory:
         self._thresholds = thresholds_for(self.embedder.name)
         # Turns seen under `explicit`, per (user, session), for memorize(); touched only by the writer.
         self._sessions: OrderedDict[tuple[str, str], SessionBuffer] = OrderedDict()
+        # State this process attached for erasure (e.g. a store in a Chroma collection); places on
+        # disk are recorded in the namespace's settings instead, so every process erases them.
+        self._attached: builtins.list[ErasableState] = []
         self._writer = BackgroundWriter()
         self._pipeline = WritePipeline(self, self._records, self._thresholds)
         self._recall = RecallPipeline(self._store, self._lexical, lambda: self.weights, self._records.decode,
@@ -903,11 +908,14 @@ class Memory:
         older_than: Any = None,
         ids: Sequence[str] | None = None,
         actor: str = "operator",
-    ) -> int:
+    ) -> ErasureReport:
         """Erase every record matching all the given criteria; returns how many were erased.
 
         Erasure removes the text from the audit trail too: what remains is that a record was
-        erased, when and by whom.
+        erased, when and by whom. `forget(user_id=...)` with no other criterion erases the whole
+        user, so it also erases what the namespace keeps of them beside their records (checkpoints,
+        kickoff outputs, flow states, threads: see `retain()`); the returned ErasureReport is the
+        number of records and says how many of each other thing went.
         """
         self._check_open()
         if user_id is None and scope is None and not categories and older_than is None and ids is None:
@@ -938,7 +946,34 @@ class Memory:
                         continue
                     doomed.append(record)
                 erased += self._records.erase(who, doomed, actor=actor)
-        return erased
+        whole_user = owner is not None and scope is None and not cats and cutoff is None and id_set is None
+        if not whole_user:
+            return ErasureReport(erased)
+        assert owner is not None
+        return ErasureReport(erased, erase_everywhere([*self.retained_places(), *self._attached], owner))
+
+    def retain(self, place: RetainedPlace | ErasableState) -> None:
+        """Tell this namespace that `place` keeps users' data, so `forget(user_id=...)` erases it too.
+
+        A RetainedPlace (a SQLite database or a directory of owned files) is recorded in the
+        namespace's settings, so every process erases it, an operator's CLI included; any other
+        object with `label` and `erase_user(user_id)` is attached to this Memory object only.
+        """
+        self._check_open()
+        if isinstance(place, RetainedPlace):
+            if self._store.get_setting(place.key) is None:
+                self._store.put_setting(place.key, place.to_setting())
+            return
+        if not isinstance(place, ErasableState):
+            raise TypeError("retain() takes a RetainedPlace or an object with label and erase_user(user_id)")
+        if all(existing is not place for existing in self._attached):
+            self._attached.append(place)
+
+    def retained_places(self) -> builtins.list[RetainedPlace]:
+        """The places on disk this namespace erases users from, besides its records."""
+        self._check_open()
+        return [RetainedPlace.from_setting(value)
+                for _, value in sorted(self._store.settings(RETAINED_PREFIX).items())]
 
     def reset(self) -> None:
         """Empty the whole namespace: every user's records, their history and settings."""
@@ -947,10 +982,15 @@ class Memory:
         with self._records.lock:
             for user_id in self._store.users():
                 self._lexical.drop_collection(self._store.collection_name(user_id))
+            # The namespace's identity survives: its embedder, and where it keeps users' data
+            # beside the records (checkpoints are not memory, and must stay erasable).
+            kept = dict(self._store.settings(RETAINED_PREFIX))
             embedder = self._store.get_setting("embedder")
-            self._store.drop_namespace()
             if embedder is not None:
-                self._store.put_setting("embedder", embedder)
+                kept["embedder"] = embedder
+            self._store.drop_namespace()
+            for key, value in kept.items():
+                self._store.put_setting(key, value)
 
     # -- organisation -----------------------------------------------------------------------------
 

@@ -378,6 +378,15 @@ class ChromaStore:
         self.meta.upsert(ids=[key], documents=[json.dumps(value)], embeddings=[_PLACEHOLDER_VECTOR],
                          metadatas=[{"key": key}])
 
+    def settings(self, prefix: str) -> dict[str, Any]:
+        """Every setting whose key starts with `prefix` (the meta collection is small)."""
+        result = self.meta.get(include=["documents"])
+        return {key: json.loads(doc) for key, doc in zip(result.get("ids") or [], result.get("documents") or [],
+                                                          strict=False) if key.startswith(prefix)}
+
+    def delete_setting(self, key: str) -> None:
+        self.meta.delete(ids=[key])
+
     def check_embedder(self, name: str, dimension: int) -> None:
         """Remember the namespace's embedder on first use; refuse a different one afterwards."""
         stored = self.get_setting("embedder")
