@@ -43,6 +43,7 @@ from .lexical import LexicalIndex, matched_terms
 from .llm import complete_json
 from .ranking import Candidate, RecallWeights, fuse
 from .records import ScoreBreakdown, text_hash, utcnow
+from .scrub import Scrubber
 from .store import StoredRow
 from .store.knowledge import HISTORY_IDS_PER_ENTRY, KnowledgeCollection
 from .validation import check_limit, check_text
@@ -215,7 +216,7 @@ def _history_entries(action: Literal["add", "delete"], chunks: Sequence[Knowledg
             "entry_id": uuid.uuid4().hex, "record_id": single.id if single else (group or "bulk"),
             "record_ids": [c.id for c in part], "user_id": "*", "action": action, "actor": actor,
             "reason": reason,
-            "before": single.text if single and action == "delete" else None,
+            "before": None,  # a removal erases the text: its entry keeps none
             "after": single.text if single and action == "add" else None,
             "at": now.isoformat(), "at_ts": now.timestamp(), "version": 1 if action == "add" else 2,
             "details": {"chunks": len(chunks), "sources": sources[:50], "group": group},
@@ -234,7 +235,8 @@ class KnowledgeStore:
     def __init__(self, *, namespace: str, client: Any, lexical: LexicalIndex, gate: OpenGate,
                  embedder: Callable[[], Embedder], llm: Callable[[], Any], weights: Callable[[], RecallWeights],
                  policy: Callable[..., Any], max_text_chars: int, single_writer: bool,
-                 chunk_chars: int = CHUNK_CHARS, overlap_chars: int = OVERLAP_CHARS) -> None:
+                 chunk_chars: int = CHUNK_CHARS, overlap_chars: int = OVERLAP_CHARS,
+                 scrubber: Scrubber | None = None) -> None:
         self.namespace = namespace
         self.chunk_chars = chunk_chars
         self.overlap_chars = overlap_chars
@@ -247,6 +249,7 @@ class KnowledgeStore:
         self._policy = policy
         self._max_text_chars = max_text_chars
         self._single_writer = single_writer
+        self._scrubber = scrubber
         self._lock = threading.RLock()
         self._last_sync = 0.0
         self.repair()
@@ -573,7 +576,21 @@ class KnowledgeStore:
             generation = self._collection.generation()
             if generation is not None:
                 self._lexical.set_watermark(self._collection.name, generation)
+            self._erase_texts(None, dropped=True)
             return len(chunks)
+
+    def _erase_texts(self, chunk_ids: Sequence[str] | None, *, dropped: bool = False) -> None:
+        """Erasure that erases: the removed chunks' texts leave the audit trail (None: every
+        entry's), and the store's files (see scrub.py)."""
+        redacted = self._collection.redact_history(chunk_ids)
+        if self._scrubber is None:
+            return
+        chunks, audit = self._collection.handles()
+        if chunk_ids and not dropped:
+            self._scrubber.rebuild_if_logged(chunks, self._collection.name, chunk_ids)
+        self._scrubber.rebuild_if_logged(audit, self._collection.history_name, redacted)
+        self._collection.forget_handles()
+        self._scrubber.finish()
 
     def _remove(self, chunks: builtins.list[KnowledgeChunk], *, actor: str, reason: str | None) -> None:
         generation = _new_generation()
@@ -588,6 +605,7 @@ class KnowledgeStore:
             raise
         self._lexical.delete(c.id for c in chunks)
         self._lexical.set_watermark(self._collection.name, generation)
+        self._erase_texts([c.id for c in chunks])
 
     # -- policy -----------------------------------------------------------------------------------
 

@@ -12,11 +12,12 @@ import hashlib
 import math
 import re
 import sqlite3
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 from pathlib import Path
+
+from .local_db import LocalDatabase
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 COVERAGE_CAP = 5000
@@ -57,12 +58,13 @@ class LexicalHit:
 class LexicalIndex:
     """An FTS5 table of record texts keyed by record id, one row per record, owner-tagged."""
 
-    def __init__(self, path: str | Path | None) -> None:
-        target = ":memory:" if path is None else str(path)
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+    def __init__(self, database: LocalDatabase | str | Path | None) -> None:
+        # Given a LocalDatabase, the index shares its connection (and transactions) with the audit
+        # trail and the write journal; given a path (or None: in memory) it opens its own.
+        self._owns_database = not isinstance(database, LocalDatabase)
+        self._local = database if isinstance(database, LocalDatabase) else LocalDatabase(database)
+        self._lock = self._local.lock
+        self._db = self._local.connection
         self._db.executescript(
             """
             CREATE VIRTUAL TABLE IF NOT EXISTS lexical USING fts5(
@@ -87,8 +89,7 @@ class LexicalIndex:
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(indexed)")}
         if "session_id" in columns:
             return
-        self._db.execute("BEGIN")
-        try:
+        with self._local.transaction():
             self._db.execute("ALTER TABLE indexed ADD COLUMN session_id TEXT")
             self._db.execute("ALTER TABLE indexed ADD COLUMN turn INTEGER")
             self._db.execute("CREATE INDEX IF NOT EXISTS indexed_by_turn ON indexed(collection, session_id, turn)")
@@ -97,10 +98,6 @@ class LexicalIndex:
             self._db.execute("DELETE FROM lexical")
             self._db.execute("DELETE FROM indexed")
             self._db.execute("DELETE FROM sync_state")
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -109,36 +106,24 @@ class LexicalIndex:
         """Rows of (record_id, collection, user_id, text, version); `turns` places the records that
         are conversation turns: record_id -> (session_id, turn)."""
         turns = turns or {}
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                for record_id, collection, user_id, text, version in rows:
-                    self._delete_one(record_id)
-                    cursor = self._db.execute(
-                        "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)",
-                        (text, owner_token(user_id), record_id),
-                    )
-                    session, turn = turns.get(record_id, (None, None))
-                    self._db.execute(
-                        "INSERT INTO indexed(record_id, fts_rowid, collection, version, session_id, turn) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        (record_id, cursor.lastrowid, collection, version, session, turn),
-                    )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._local.transaction():
+            for record_id, collection, user_id, text, version in rows:
+                self._delete_one(record_id)
+                cursor = self._db.execute(
+                    "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)",
+                    (text, owner_token(user_id), record_id),
+                )
+                session, turn = turns.get(record_id, (None, None))
+                self._db.execute(
+                    "INSERT INTO indexed(record_id, fts_rowid, collection, version, session_id, turn) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (record_id, cursor.lastrowid, collection, version, session, turn),
+                )
 
     def delete(self, record_ids: Iterable[str]) -> None:
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                for record_id in record_ids:
-                    self._delete_one(record_id)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._local.transaction():
+            for record_id in record_ids:
+                self._delete_one(record_id)
 
     def _delete_one(self, record_id: str) -> None:
         row = self._db.execute("SELECT fts_rowid FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
@@ -258,13 +243,31 @@ class LexicalIndex:
                 (collection, value),
             )
 
+    def known(self, record_ids: Sequence[str]) -> set[str]:
+        """Which of `record_ids` the index holds (any collection)."""
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(record_ids), 500):
+                chunk = list(record_ids[start:start + 500])
+                marks = ",".join("?" * len(chunk))
+                found.update(r[0] for r in self._db.execute(
+                    f"SELECT record_id FROM indexed WHERE record_id IN ({marks})", chunk))
+        return found
+
+    def scrub(self) -> None:
+        """After an erasure: rewrite the full-text index without the deleted rows' postings (FTS5
+        keeps a deleted row's words in its older segments until they merge), then scrub the file."""
+        with self._local.transaction():
+            self._db.execute("INSERT INTO lexical(lexical) VALUES ('optimize')")
+        self._local.scrub()
+
     def collections(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT DISTINCT collection FROM indexed")]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        if self._owns_database:
+            self._local.close()
 
 
 def matched_terms(query: str, text: str) -> list[str]:
