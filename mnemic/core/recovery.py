@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -28,7 +29,8 @@ from .store.history import ChromaHistory
 
 log = logging.getLogger("mnemic")
 
-_SCHEMA = "CREATE TABLE IF NOT EXISTS open_stores (namespace TEXT PRIMARY KEY, pid INTEGER, opened_at REAL)"
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS open_handles "
+           "(token TEXT PRIMARY KEY, namespace TEXT NOT NULL, pid INTEGER NOT NULL, opened_at REAL NOT NULL)")
 
 
 class Recovery:
@@ -42,6 +44,7 @@ class Recovery:
         self._embed = embed
         self._dimension = dimension
         self._local_history = local_history  # embedded mode: the trail lives in the local database
+        self._token = uuid.uuid4().hex
         with local.lock:
             local.connection.execute(_SCHEMA)
 
@@ -51,11 +54,14 @@ class Recovery:
         if self._local_history is not None:
             self._move_history_out_of_chroma(self._local_history)
         crashed = self._mark_open()
-        if crashed:
-            log.warning("namespace %r was not closed by the last process that opened it; checking it in full",
-                        self._namespace)
-            return self.repair()
-        return self._sync.repair()
+        if not crashed:
+            return self._sync.repair()
+        log.warning("namespace %r was not closed by the last process that opened it; checking it in full",
+                    self._namespace)
+        mended = self.repair()
+        # Only now: a crash during the repair leaves the mark for the next open to find.
+        self._local.execute("DELETE FROM open_handles WHERE namespace = ? AND pid != ?", (self._namespace, os.getpid()))
+        return mended
 
     def repair(self) -> int:
         """Full checks: the keyword index against every record, and the vector index of every user."""
@@ -73,17 +79,19 @@ class Recovery:
 
     def on_close(self) -> None:
         if self._local.persistent:
-            self._local.execute("DELETE FROM open_stores WHERE namespace = ?", (self._namespace,))
+            self._local.execute("DELETE FROM open_handles WHERE token = ?", (self._token,))
 
     def _mark_open(self) -> bool:
-        """Record that the store is open; True when it already was (the last process crashed)."""
+        """Record that this object has the namespace open; True when a process that is gone had
+        it open and never closed it (the path lock keeps every other live process out, and other
+        Memory objects of this process are not a crash)."""
         if not self._local.persistent:
             return False
         with self._local.transaction() as connection:
-            crashed = connection.execute("SELECT 1 FROM open_stores WHERE namespace = ?",
-                                         (self._namespace,)).fetchone() is not None
-            connection.execute("INSERT OR REPLACE INTO open_stores(namespace, pid, opened_at) VALUES (?, ?, ?)",
-                               (self._namespace, os.getpid(), time.time()))
+            crashed = connection.execute("SELECT 1 FROM open_handles WHERE namespace = ? AND pid != ?",
+                                         (self._namespace, os.getpid())).fetchone() is not None
+            connection.execute("INSERT INTO open_handles(token, namespace, pid, opened_at) VALUES (?, ?, ?, ?)",
+                               (self._token, self._namespace, os.getpid(), time.time()))
         return crashed
 
     def _move_history_out_of_chroma(self, local: LocalHistory) -> None:

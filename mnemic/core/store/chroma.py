@@ -63,6 +63,14 @@ def _upgrade_index_saving(collection: Any) -> None:
         log.warning("could not set sync_threshold on %s: %s", getattr(collection, "name", "?"), exc)
 
 
+# Settings of embedded stores, by (settings collection id, key): such a store is locked to one
+# process, so what this process wrote is what is stored, and the policy read before every write
+# need not be a Chroma read. Shared by every ChromaStore of the process (two Memory objects may open
+# one namespace).
+_SETTINGS_CACHE: dict[tuple[str, str], str] = {}
+_SETTINGS_GUARD = threading.Lock()
+
+
 class EmbedderMismatchError(ValueError):
     """A namespace was built with one embedder and opened with another."""
 
@@ -125,8 +133,9 @@ def _rows(result: Mapping[str, Any], *, query: int | None = None) -> list[Stored
 class ChromaStore:
     """Per-user record collections plus the namespace's history and settings collections."""
 
-    def __init__(self, client: Any, namespace: str) -> None:
+    def __init__(self, client: Any, namespace: str, *, cache_settings: bool = False) -> None:
         self.client = retrying(client)
+        self._cache_settings = cache_settings  # only for a store no other process writes
         self.namespace = namespace
         self.slug = namespace_slug(namespace)
         self.prefix = f"mnemic-{self.slug}"
@@ -379,14 +388,35 @@ class ChromaStore:
 
     # -- history and settings -------------------------------------------------------------------
 
+    def _setting_key(self, key: str) -> tuple[str, str] | None:
+        return (str(self.meta.id), key) if self._cache_settings else None
+
     def get_setting(self, key: str) -> Any | None:
+        cache_key = self._setting_key(key)
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                cached = _SETTINGS_CACHE.get(cache_key)
+            if cached is not None:
+                return json.loads(cached)
         result = self.meta.get(ids=[key], include=["documents"])
         documents = result.get("documents") or []
-        return json.loads(documents[0]) if documents else None
+        if not documents:
+            return None
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                _SETTINGS_CACHE[cache_key] = documents[0]
+        return json.loads(documents[0])
 
     def put_setting(self, key: str, value: Any) -> None:
-        self.meta.upsert(ids=[key], documents=[json.dumps(value)], embeddings=[_PLACEHOLDER_VECTOR],
-                         metadatas=[{"key": key}])
+        document = json.dumps(value)
+        cache_key = self._setting_key(key)
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                _SETTINGS_CACHE.pop(cache_key, None)
+        self.meta.upsert(ids=[key], documents=[document], embeddings=[_PLACEHOLDER_VECTOR], metadatas=[{"key": key}])
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                _SETTINGS_CACHE[cache_key] = document
 
     def settings(self, prefix: str) -> dict[str, Any]:
         """Every setting whose key starts with `prefix` (the meta collection is small)."""
@@ -395,6 +425,10 @@ class ChromaStore:
                                                           strict=False) if key.startswith(prefix)}
 
     def delete_setting(self, key: str) -> None:
+        cache_key = self._setting_key(key)
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                _SETTINGS_CACHE.pop(cache_key, None)
         self.meta.delete(ids=[key])
 
     def check_embedder(self, name: str, dimension: int) -> None:
