@@ -2,8 +2,8 @@
 
 `remember_many()` returns before its statements are embedded and stored (the background writer
 does that). Without a journal, a crash between the two loses statements the caller was told were
-accepted. So each accepted statement is first written here, in one local transaction (the local
-database syncs every commit), and only then queued; the writer marks the entries done once their
+accepted. So each accepted statement is first written here, in one local transaction synced to disk, and only
+then queued; the writer marks the entries done once their
 batch has run, stored or failed (a failure is reported by `drain_writes()`/`close()`, and must not
 be replayed forever). On open, entries still pending are written before the store serves anything.
 
@@ -52,7 +52,7 @@ class WriteJournal:
         return self._db.persistent
 
     def append(self, records: Sequence[MemoryRecord], *, actor: str) -> list[Journaled]:
-        with self._db.transaction() as connection:
+        with self._db.transaction(durable=True) as connection:  # acknowledged once this returns
             entries = []
             for record in records:
                 cursor = connection.execute(

@@ -400,12 +400,11 @@ class ChromaStore:
                 return json.loads(cached)
         result = self.meta.get(ids=[key], include=["documents"])
         documents = result.get("documents") or []
-        if not documents:
-            return None
+        document = documents[0] if documents else "null"  # absent is cached too: "no policy stored"
         if cache_key is not None:
             with _SETTINGS_GUARD:
-                _SETTINGS_CACHE[cache_key] = documents[0]
-        return json.loads(documents[0])
+                _SETTINGS_CACHE[cache_key] = document
+        return json.loads(document)
 
     def put_setting(self, key: str, value: Any) -> None:
         document = json.dumps(value)
