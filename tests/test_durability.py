@@ -279,3 +279,19 @@ def test_what_remember_many_acknowledged_survives_sigkill(store_path: Path, dela
         stored = {r.id for r in memory.list(user_id="u", limit=100_000)}
         assert [i for i in acknowledged if i not in stored] == []
         assert memory.recall("parcel 0-3 left depot 3", user_id="u")[0].record.text.startswith("Call 0 statement 3")
+
+
+def test_an_older_embedded_store_keeps_its_audit_trail(store_path: Path) -> None:
+    from mnemic.core.store.history import ChromaHistory
+
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        record = memory.remember("Hana rides a green bicycle.", user_id="hana")
+        assert record is not None
+        memory.invalidate(record.id, reason="sold it")
+        trail = [memory._records.history.for_record(record.id)]
+        # As an older mnemic kept it: the trail in a Chroma collection, not in the local database.
+        ChromaHistory(memory._store).add(trail[0])
+        memory._records.history.clear()
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert [(h.action, h.reason) for h in memory.history(record.id)] == [("add", None), ("invalidate", "sold it")]
+        assert memory._store.history_collection(create=False) is None  # moved out of Chroma
