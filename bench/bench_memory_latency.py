@@ -2,10 +2,13 @@
 
     python bench/bench_memory_latency.py --records 10000            # a few minutes
     nohup python bench/bench_memory_latency.py --records 10000,100000 > bench/results/latency.log 2>&1 &
+    python bench/bench_memory_latency.py --path STORE --measure-only --remember-only   # remember vs its floor
 
 The store grows to each size in turn (remember_many in batches, one user per batch) until it holds
 that many records (repeated statements merge, so it takes more statements than records), then:
-- remember: single `remember()` calls, embedding included, spread over the users;
+- remember: single `remember()` calls, embedding included, spread over the users, each followed by
+  its reference: embedding another sentence and one plain Chroma `add` of it into a collection of
+  the same database (the floor a durable remember can reach); the ratio of the two is printed;
 - recall: `recall(query, user_id=..., limit=10)` across users, query embedding included;
 - references measured on the same data in the same run, so a busy machine moves both alike:
   the query embedding alone, a raw query on mnemic's own per-user Chroma collection, and plain

@@ -71,8 +71,8 @@ def open_memory(target: str, trial: int, journal: str) -> Any:
     return Memory(target, embedder=HashEmbedder())
 
 
-def trial(target: str, number: int, journal: str, rng: random.Random) -> tuple[int, int]:
-    """(acknowledged, acknowledged-and-lost) for one kill."""
+def trial(target: str, number: int, journal: str, rng: random.Random) -> tuple[int, int, int]:
+    """(acknowledged, acknowledged-and-lost, stored twice) for one kill."""
     proc = subprocess.Popen([sys.executable, "-c", WRITER, target, str(number), journal],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -86,10 +86,12 @@ def trial(target: str, number: int, journal: str, rng: random.Random) -> tuple[i
     acknowledged = [i for line in whole for i in line.split()]
     memory = open_memory(target, number, journal)
     try:
-        stored = {r.id for r in memory.list(user_id="u", limit=100_000)}
+        records = memory.list(user_id="u", limit=100_000)
     finally:
         memory.close()
-    return len(acknowledged), len([i for i in acknowledged if i not in stored])
+    stored = {r.id for r in records}
+    twice = len(records) - len({r.text for r in records})
+    return len(acknowledged), len([i for i in acknowledged if i not in stored]), twice
 
 
 def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
@@ -124,22 +126,24 @@ def main() -> None:
     try:
         if args.server:
             server, port = start_server(workdir)
-        total_acked = total_lost = bad_trials = 0
+        total_acked = total_lost = bad_trials = total_twice = 0
         for number in range(args.trials):
             if args.server:
                 target = str(port)
                 journal = str(workdir / f"journal-{number}.sqlite3") if args.lexical_path else ""
             else:
                 target, journal = str(workdir / f"store-{number}"), ""
-            acked, lost = trial(target, number, journal, rng)
+            acked, lost, twice = trial(target, number, journal, rng)
             total_acked += acked
             total_lost += lost
+            total_twice += twice
             bad_trials += lost > 0
-            print(f"trial {number:2d}: acknowledged {acked:4d}, acknowledged and lost {lost}", flush=True)
+            print(f"trial {number:2d}: acknowledged {acked:4d}, acknowledged and lost {lost}, stored twice {twice}",
+                  flush=True)
         mode = "server, journal file" if args.server and args.lexical_path else "server, no journal file" \
             if args.server else "embedded"
         print(f"{mode}: {args.trials} SIGKILL trials, {total_acked} statements acknowledged, "
-              f"{total_lost} acknowledged and lost (in {bad_trials} trials)")
+              f"{total_lost} acknowledged and lost (in {bad_trials} trials), {total_twice} stored twice")
     finally:
         if server is not None:
             server.terminate()
