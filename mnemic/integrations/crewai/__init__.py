@@ -8,8 +8,10 @@
     crew = Crew(agents=..., tasks=..., memory=CrewMemory(memory))
     crew.kickoff(inputs={"user_id": "alice", ...})        # alice's memories, and only hers
 
-See `CrewMemory` for what each CrewAI call does, `use_mnemic_knowledge` for knowledge sources and
-`reattach` / `restore_crew` for checkpoints. Over a CrewMemory, the memory tools CrewAI adds by
+See `CrewMemory` for what each CrewAI call does, `use_mnemic_knowledge` for knowledge sources,
+`reattach` / `restore_crew` for checkpoints, `JsonCheckpointProvider` / `SqliteCheckpointProvider`
+for checkpoints written atomically on any SQLite, `FlowStatePersistence` for `@persist`, and
+`replay` for replaying any kept kickoff. Over a CrewMemory, the memory tools CrewAI adds by
 itself are mnemic's policy-aware ones (see `mnemic.integrations.crewai.tools`).
 """
 
@@ -20,7 +22,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mnemic.integrations.crewai needs CrewAI, which is not installed: pip install 'mnemic[crewai]'"
     ) from exc
 
+from ...checkpoints.crewai_flow_state import FlowStatePersistence
+from ...checkpoints.crewai_json import JsonCheckpointProvider
+from ...checkpoints.crewai_sqlite import SqliteCheckpointProvider
 from ...tools.crewai import Remember, SearchKnowledge, SearchMemory, memory_tools
+from .kickoff_replay import replay
 from .knowledge import MnemicKnowledgeStorage, use_mnemic_knowledge
 from .memory import (
     CrewMemory,
@@ -31,18 +37,25 @@ from .memory import (
     restore_crew,
     to_crewai_record,
 )
+from .persistence import MnemicCrewOutput, PersistenceFailure
 
 __all__ = [
     "CrewMemory",
     "CrewMemoryMatch",
     "DetachedMemoryError",
+    "FlowStatePersistence",
+    "JsonCheckpointProvider",
+    "MnemicCrewOutput",
     "MnemicKnowledgeStorage",
+    "PersistenceFailure",
     "Remember",
     "SearchKnowledge",
     "SearchMemory",
+    "SqliteCheckpointProvider",
     "UnknownUserError",
     "memory_tools",
     "reattach",
+    "replay",
     "restore_crew",
     "to_crewai_record",
     "use_mnemic_knowledge",
@@ -50,6 +63,10 @@ __all__ = [
 
 # Importing the integration is opting in: a checkpoint restored before any CrewMemory exists must
 # already get the placeholder storage rather than LanceDB, and tools need the run context.
+from .kickoff_replay import install as _install_replay
 from .memory import install as _install
+from .persistence import install as _install_persistence
 
 _install()
+_install_persistence()
+_install_replay()
