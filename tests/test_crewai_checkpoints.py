@@ -26,7 +26,7 @@ from crewai.state.provider.sqlite_provider import SqliteProvider
 from crewai_helpers import ScriptedLLM
 
 from mnemic import Memory
-from mnemic.checkpoints import catalog
+from mnemic.checkpoints import catalog, crewai_db
 from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.retention import OWNER_SUFFIX
 from mnemic.integrations.crewai import (
@@ -165,13 +165,16 @@ def test_a_newer_sqlite_reads_and_writes_the_same_database(store: Memory, tmp_pa
     if sqlite3.sqlite_version_info < (3, 45):
         with pytest.raises(ValueError, match=r"3\.45"):
             ours.from_checkpoint(crewai_location)
-    # And mnemic's provider running on the newer SQLite reads both.
+    # And mnemic's provider running on the newer SQLite reads both (two SQLite libraries must not
+    # share a database within one process, so the first one's connections are closed).
     import mnemic.core.durable as durable
 
+    crewai_db.close_connections()
     monkeypatch.setattr(durable, "sqlite3", newer)
     assert json.loads(ours.from_checkpoint(crewai_location))["from"] == "crewai"
     again = ours.checkpoint(json.dumps({"entities": [], "from": "mnemic on a newer sqlite"}), db)
     assert json.loads(ours.from_checkpoint(again))["from"] == "mnemic on a newer sqlite"
+    crewai_db.close_connections()
 
 
 PHASE_ONE = textwrap.dedent("""

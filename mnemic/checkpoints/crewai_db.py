@@ -9,12 +9,18 @@ for erasure. Writes go through `core.durable`: WAL, `synchronous=FULL`, one tran
 
 A database CrewAI's provider wrote on a newer SQLite holds binary JSON rows; they are listed,
 and read where this SQLite can decode them, with an error naming the version otherwise.
+Checkpoints arrive one per event from CrewAI's event thread pool, so writes reuse one connection
+per database and process (opened again when the file is replaced or removed): opening SQLite and
+closing its last connection, which checkpoints the WAL into the database, cost more than the write.
+
 This module imports no framework: the operator CLI lists and prunes with it.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -80,6 +86,40 @@ def opened(path: str | Path, *, create: bool = True) -> Iterator[sqlite3.Connect
         yield connection
 
 
+_writers: dict[tuple[int, str], tuple[sqlite3.Connection, int, threading.Lock]] = {}
+_writers_lock = threading.Lock()
+
+
+@contextmanager
+def _writer(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """This process's write connection to `path`, used by one thread at a time."""
+    target = Path(path)
+    key = (os.getpid(), str(target.resolve()))
+    with _writers_lock:
+        entry = _writers.get(key)
+        try:
+            current = os.stat(target).st_ino
+        except FileNotFoundError:
+            current = None
+        if entry is None or entry[1] != current:  # never written here, or the file was replaced
+            if entry is not None:
+                entry[0].close()
+            connection = connect_sqlite(target)
+            _ensure_schema(connection)
+            entry = (connection, os.stat(target).st_ino, threading.Lock())
+            _writers[key] = entry
+    with entry[2]:
+        yield entry[0]
+
+
+def close_connections() -> None:
+    """Close this process's write connections (they reopen on the next write)."""
+    with _writers_lock:
+        for connection, _, _ in _writers.values():
+            connection.close()
+        _writers.clear()
+
+
 def new_checkpoint_id() -> str:
     return f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}_{uuid.uuid4().hex[:8]}"
 
@@ -88,7 +128,7 @@ def insert(path: str | Path, data: str, *, parent_id: str | None, branch: str, o
     """Store one checkpoint in one transaction; returns its id."""
     checkpoint_id = new_checkpoint_id()
     created = checkpoint_id.split("_", 1)[0]
-    with opened(path) as connection, transaction(connection):
+    with _writer(path) as connection, transaction(connection):
         connection.execute(
             "INSERT INTO checkpoints (id, created_at, parent_id, branch, data, user_id) VALUES (?, ?, ?, ?, ?, ?)",
             (checkpoint_id, created, parent_id, branch, data, owner),
@@ -136,7 +176,7 @@ def prune(path: str | Path, keep: int, *, branch: str = "main") -> int:
         raise ValueError(f"keep is a number of checkpoints >= 0, got {keep}")
     if not Path(path).exists():
         return 0
-    with opened(path) as connection, transaction(connection):
+    with _writer(path) as connection, transaction(connection):
         removed = connection.execute(_PRUNE, (branch, branch, keep)).rowcount
     return max(int(removed), 0)
 
