@@ -26,18 +26,14 @@ from ...checkpoints.crewai_flow_state import FlowStatePersistence
 from ...checkpoints.crewai_json import JsonCheckpointProvider
 from ...checkpoints.crewai_sqlite import SqliteCheckpointProvider
 from ...tools.crewai import Remember, SearchKnowledge, SearchMemory, memory_tools
+from .attach import reattach, restore_crew
+from .convert import CrewMemoryMatch, to_crewai_record
+from .identity import DetachedMemoryError
 from .kickoff_replay import replay
 from .knowledge import MnemicKnowledgeStorage, use_mnemic_knowledge
-from .memory import (
-    CrewMemory,
-    CrewMemoryMatch,
-    DetachedMemoryError,
-    UnknownUserError,
-    reattach,
-    restore_crew,
-    to_crewai_record,
-)
+from .memory import CrewMemory
 from .persistence import MnemicCrewOutput, PersistenceFailure
+from .users import UnknownUserError
 
 __all__ = [
     "CrewMemory",
@@ -64,8 +60,8 @@ __all__ = [
 # Importing the integration is opting in: a checkpoint restored before any CrewMemory exists must
 # already get the placeholder storage rather than LanceDB, and tools need the run context.
 from .kickoff_replay import install as _install_replay
-from .memory import install as _install
 from .persistence import install as _install_persistence
+from .runtime import install as _install
 
 _install()
 _install_persistence()

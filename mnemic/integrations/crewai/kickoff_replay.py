@@ -32,8 +32,9 @@ from ...checkpoints.crewai_kickoffs import crew_group
 from ...core.runs import Run, RunLog
 from ...core.validation import check_user_id
 from . import context
-from .memory import NO_USER, UnknownUserError, reattach
+from .attach import reattach
 from .persistence import crew_memory_of, kickoff_store
+from .users import NO_USER, UnknownUserError
 
 _original_replay: Callable[..., CrewOutput] | None = None
 _patch_lock = threading.Lock()
