@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from ...checkpoints import crewai_db
 from ...checkpoints.crewai_json import JsonCheckpointProvider
-from ...checkpoints.crewai_kickoffs import DEFAULT_KEEP_KICKOFFS, KickoffOutputs
+from ...checkpoints.crewai_kickoffs import KickoffOutputs
 from ...checkpoints.crewai_sqlite import SqliteCheckpointProvider
 from ...checkpoints.owners import Owner, set_owner_resolver, stamped_user, tail_of
 from . import context
@@ -130,7 +130,7 @@ def kickoff_store(crew: Any, memory: CrewMemory) -> KickoffOutputs | None:
     handler = getattr(crew, "_task_output_handler", None)
     if isinstance(handler, KickoffOutputs) and handler.runs is memory.mnemic.runs:
         return handler
-    keep = getattr(memory, "keep_kickoffs", DEFAULT_KEEP_KICKOFFS)
+    keep = memory.keep_kickoffs
     if keep == 0:
         return None
 
