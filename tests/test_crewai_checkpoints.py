@@ -225,7 +225,7 @@ def test_a_crew_that_died_after_its_first_task_is_finished_by_a_fresh_process(ki
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         crew_memory = CrewMemory(memory)
         for restore in (restore_crew, Crew.from_checkpoint):
-            llm = ScriptedLLM({PLAN: "You should use PostgreSQL with TimescaleDB."})
+            llm = ScriptedLLM({PLAN: "You prefer PostgreSQL with TimescaleDB for analytics."})
             crew = restore(CheckpointConfig(restore_from=saved[0].restore_from))
             for agent in crew.agents:
                 agent.llm = llm  # LLM clients are not kept in checkpoints
