@@ -242,3 +242,36 @@ def test_a_crew_that_died_after_its_first_task_is_finished_by_a_fresh_process(ki
         crewai_event_bus.flush()
         assert {i.user_id for i in catalog.list_checkpoints(location)} == {"alice"}
         assert any("TimescaleDB" in r.text for r in memory.list(user_id="alice"))
+
+
+def test_restore_crew_brings_back_a_user_the_inputs_never_named(store: Memory, tmp_path: Path) -> None:
+    from crewai.hooks.dispatch import HookAborted
+    from crewai_helpers import final
+
+    store.remember("Alice's company picks a PostgreSQL database for every new project.", user_id="alice")
+
+    def respond(text: str) -> str:
+        if PLAN in text.split("Current Task:", 1)[-1]:
+            raise RuntimeError("the model provider is down")
+        return final("You run the orders on MySQL.")
+
+    cfg = config("json", tmp_path)
+    crew_memory = CrewMemory(store)
+    crew = make_crew(crew_memory, ScriptedLLM(responder=respond), cfg)
+    with crew_memory.for_user("alice"), pytest.raises(Exception, match="provider is down"):
+        crew.kickoff()  # no inputs: nothing but the checkpoint itself can say whose run this was
+    crewai_event_bus.flush()
+    saved = catalog.list_checkpoints(cfg.location)
+    assert [i.user_id for i in saved] == ["alice"]
+
+    with pytest.raises(HookAborted, match="user"):
+        Crew.from_checkpoint(CheckpointConfig(restore_from=saved[0].restore_from)).kickoff()
+    llm = ScriptedLLM({PLAN: "You prefer PostgreSQL."})
+    restored = restore_crew(CheckpointConfig(restore_from=saved[0].restore_from))
+    for agent in restored.agents:
+        agent.llm = llm
+    result = restored.kickoff()
+    assert "PostgreSQL database for every new project" in llm.prompts_for(PLAN)[0]
+    # The result is still CrewAI's CrewOutput in every way.
+    assert str(result) == result.raw and result.model_dump()["raw"] == result.raw
+    assert [t.raw for t in result.tasks_output][-1].endswith("You prefer PostgreSQL.")

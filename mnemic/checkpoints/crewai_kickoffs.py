@@ -51,15 +51,21 @@ def crew_group(crew: Any) -> str:
 
 
 class KickoffOutputs:
-    """CrewAI's task-output handler interface over a `RunLog`, for one crew object."""
+    """CrewAI's task-output handler interface over a `RunLog`, for one crew object.
+
+    `user_of()` and `inputs_of()` say whose run and which inputs, from the run's own context:
+    the crew object's `_inputs` is shared by every kickoff of it, so two concurrent ones would
+    record each other's inputs."""
 
     def __init__(self, crew: Any, runs: RunLog, *, user_of: Callable[[], str | None],
+                 inputs_of: Callable[[], Mapping[str, Any] | None] | None = None,
                  keep: int | None = DEFAULT_KEEP_KICKOFFS, on_failure: FailureReport | None = None) -> None:
         if keep is not None and (not isinstance(keep, int) or keep < 1):
             raise ValueError(f"keep is how many kickoffs to keep per crew (>= 1, or None for all), got {keep!r}")
         self._crew = weakref.ref(crew)
         self._runs = runs
         self._user_of = user_of
+        self._inputs_of = inputs_of
         self._keep = keep
         self._on_failure = on_failure
         tag = f"{id(self):x}"
@@ -160,9 +166,13 @@ class KickoffOutputs:
         process = getattr(crew, "process", None)
         return {
             "group": crew_group(crew), "group_name": getattr(crew, "name", None), "kind": KICKOFF_KIND,
-            "user_id": self._user_of(), "inputs": plain(dict(getattr(crew, "_inputs", None) or {})),
+            "user_id": self._user_of(), "inputs": plain(dict(self._inputs(crew))),
             "meta": {"fingerprint": fingerprint, "process": str(getattr(process, "value", process) or "") or None},
         }
+
+    def _inputs(self, crew: Any) -> Mapping[str, Any]:
+        given = self._inputs_of() if self._inputs_of is not None else None
+        return given if given is not None else (getattr(crew, "_inputs", None) or {})
 
     def _begin_kickoff(self) -> str:
         crew = self._live_crew()

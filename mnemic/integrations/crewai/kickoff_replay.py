@@ -34,7 +34,7 @@ from ...core.validation import check_user_id
 from . import context
 from .attach import reattach
 from .persistence import crew_memory_of, kickoff_store
-from .users import NO_USER, UnknownUserError
+from .users import UnknownUserError
 
 _original_replay: Callable[..., CrewOutput] | None = None
 _patch_lock = threading.Lock()
@@ -119,8 +119,9 @@ def replay(crew: Any, task_id: str, kickoff_id: str | None = None,
         raise PermissionError(f"kickoff {source.run_id} ran for another user than {requested!r}; a kickoff is "
                               "replayed only for the user it ran for")
     user = requested or source.user_id
-    if user is None and str(memory.mnemic.effective_policy().mode) != "off":
-        raise UnknownUserError(NO_USER.format(key=memory.user_key))
+    memory.refresh_read_only()  # as at a kickoff: the policy may have changed since
+    if user is None and memory.policy_mode() != "off":
+        raise UnknownUserError(memory.missing_user_message())
     replay_inputs = dict(inputs) if inputs is not None else dict(source.inputs)
     if user is not None:
         replay_inputs[memory.user_key] = user

@@ -143,7 +143,14 @@ def kickoff_store(crew: Any, memory: CrewMemory) -> KickoffOutputs | None:
         except (TypeError, ValueError):
             return None
 
-    handler = KickoffOutputs(crew, memory.mnemic.runs, user_of=user_of, keep=keep, on_failure=report)
+    def inputs_of() -> dict[str, Any] | None:
+        for kick in reversed(context.kickoffs()):
+            if kick.owner is crew:
+                return dict(kick.inputs)
+        return None
+
+    handler = KickoffOutputs(crew, memory.mnemic.runs, user_of=user_of, inputs_of=inputs_of, keep=keep,
+                             on_failure=report)
     crew._task_output_handler = handler
     return handler
 
