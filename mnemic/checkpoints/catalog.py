@@ -109,10 +109,12 @@ def find_checkpoint(reference: str, locations: Iterable[str | Path] = ()) -> Che
         if matches:
             return matches[0]
         raise LookupError(f"no checkpoint {checkpoint_id} in {db_path}")
-    for location in locations:
-        for info in list_checkpoints(location):
-            if info.id == reference or info.id.startswith(reference):
-                return info
+    found = [info for location in locations for info in list_checkpoints(location) if info.id.startswith(reference)]
+    exact = [info for info in found if info.id == reference]
+    if len(exact) == 1 or len(found) == 1:
+        return (exact or found)[0]
+    if found:
+        raise LookupError(f"{reference!r} names {len(found)} checkpoints: give more of the id, or its path")
     raise LookupError(f"no checkpoint {reference!r}: give its path (or db#id), or the location that holds it")
 
 
