@@ -35,8 +35,10 @@ def test_forget_user_leaves_no_byte_of_their_text_on_disk(store_path: Path) -> N
             if i % 3 == 0:
                 memory.remember(f"Dave waters plant number {i}.", user_id="dave")
         memory.knowledge.add("Refunds take five business days.", verbatim=True)
+        # Queued statements pass through the write journal in the same local database.
+        memory.remember_many([f"Zqxcarol queued note {i} about the garden." for i in range(10)], user_id="carol")
         assert copies(store_path, "zqxcarol")  # the check can see what it looks for
-        assert memory.forget(user_id="carol") == 300
+        assert memory.forget(user_id="carol") == 310
         assert copies(store_path, "zqxcarol", *carol) == {}
         assert memory.recall("plant", user_id="dave")  # everyone else is intact
         assert len(memory.list(user_id="dave", limit=1000)) == 100
