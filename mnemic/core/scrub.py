@@ -9,8 +9,9 @@ words in older FTS5 segments. So after every erasure (`forget`, `delete`, knowle
 1. rebuilds a collection that still exists and whose write log holds an erased record (a fresh
    collection has a fresh log; a dropped collection's log is dropped with it);
 2. VACUUMs `chroma.sqlite3` (the file is rewritten without free space);
-3. merges the keyword index's segments and truncates the local database's WAL (its own deletes
-   overwrite freed pages: `secure_delete`).
+3. zeroes the unused room of saved HNSW files, which hnswlib saves uninitialised (it held other
+   collections' texts from the process heap in tests);
+4. merges the keyword index's segments, rewrites the local database and truncates its WAL.
 
 Against a Chroma server the server owns its files: erasure there removes the records, their log
 entries once the server saves its index, and their audit texts through the API; the bytes in the
@@ -63,4 +64,5 @@ class Scrubber:
     def finish(self) -> None:
         if self._chroma_path is not None:
             upkeep.vacuum(self._chroma_path)
+            upkeep.zero_unused_index_space(self._chroma_path)
         self._lexical.scrub()

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
+import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -154,6 +156,44 @@ def finish_interrupted_rebuilds(store: ChromaStore) -> None:
         else:
             store.client.get_collection(name, embedding_function=None).modify(name=canonical)
             log.warning("finished rebuilding %s after an interrupted repair", canonical)
+
+
+_HNSW_HEADER = struct.Struct("<iQQQQQQiiQQQdQ")  # hnswlib's saved header, as Chroma 1.x writes it (version 1)
+
+
+def zero_unused_index_space(chroma_path: Path) -> int:
+    """Zero the parts of saved HNSW files that hold no element: hnswlib allocates room for
+    `max_elements` without clearing it and saves all of it, so the files of any collection carry
+    whatever the process's heap held there (seen here: another collection's texts in a user's
+    `length.bin`). Only files whose header and sizes agree are touched; returns how many were."""
+    cleaned = 0
+    for header_path in chroma_path.glob("*/header.bin"):
+        folder = header_path.parent
+        try:
+            header = header_path.read_bytes()
+            if len(header) != _HNSW_HEADER.size:
+                continue
+            fields = _HNSW_HEADER.unpack(header)
+            version, max_elements, count, per_element = fields[0], fields[2], fields[3], fields[4]
+            if version != 1 or not 0 <= count <= max_elements:
+                continue
+            for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
+                path = folder / name
+                if not path.exists() or path.stat().st_size != max_elements * width:
+                    continue
+                used = count * width
+                with open(path, "r+b") as handle:
+                    handle.seek(used)
+                    tail = handle.read()
+                    if tail.strip(b"\x00"):
+                        handle.seek(used)
+                        handle.write(b"\x00" * len(tail))
+                        handle.flush()
+                        os.fsync(handle.fileno())
+                        cleaned += 1
+        except OSError as exc:  # a collection dropped meanwhile: nothing left to clean there
+            log.debug("could not clean %s: %s", folder, exc)
+    return cleaned
 
 
 def vacuum(chroma_path: Path) -> None:
