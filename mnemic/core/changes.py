@@ -2,8 +2,9 @@
 invalidate, confirm, delete, forget (erasure) and reset, and the places beyond the records that
 erasure reaches (`retain`).
 
-Each change reads the record it changes and writes through the RecordWriter under its lock, so
-a change never interleaves with a write batch of the pipeline.
+Each change waits for the writes queued before it, then reads the record it changes and writes
+through the RecordWriter under its lock, so a change never interleaves with a write batch of the
+pipeline. In that order: waiting while holding the lock would deadlock (see RecordLock).
 """
 
 from __future__ import annotations
@@ -103,8 +104,9 @@ class RecordChanges:
             changes["expires_at"] = utcnow() + timedelta(seconds=ttl) if ttl else None
         if not changes:
             raise ValueError("update() needs at least one field to change (text, scope, categories, ...)")
+        self._writer.drain()  # the lock order: drain first, then lock
         with self._records.lock:
-            before = self._reader.get(record_id)
+            before = self._reader.current(record_id)
             after = before.model_copy(update={**changes, "updated_at": utcnow(), "version": before.version + 1})
             after = MemoryRecord.model_validate(after.model_dump())
             self._records.update(before, after, action="update", actor=actor, reason=reason,
@@ -113,10 +115,11 @@ class RecordChanges:
 
     def invalidate(self, record_id: str, *, reason: str, actor: str, replaced_by: str | None) -> MemoryRecord:
         reason_text = check_text(reason, name="reason", max_chars=MAX_REASON_CHARS)
+        self._writer.drain()
         with self._records.lock:
-            before = self._reader.get(record_id)
+            before = self._reader.current(record_id)
             if replaced_by is not None:
-                self._reader.get(replaced_by)
+                self._reader.current(replaced_by)
             after = before.model_copy(update={
                 "state": "invalid", "invalid_reason": reason_text, "invalidated_by": replaced_by,
                 "updated_at": utcnow(), "version": before.version + 1,
@@ -126,8 +129,9 @@ class RecordChanges:
             return after
 
     def confirm(self, record_id: str, *, actor: str) -> MemoryRecord:
+        self._writer.drain()
         with self._records.lock:
-            before = self._reader.get(record_id)
+            before = self._reader.current(record_id)
             if before.state == "invalid":
                 raise ValueError(f"memory {record_id} is invalid ({before.invalid_reason}); it cannot be confirmed")
             if before.state == "valid":
@@ -138,8 +142,9 @@ class RecordChanges:
             return after
 
     def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:
+        self._writer.drain()
         with self._records.lock:
-            self._records.remove(self._reader.get(record_id), actor=actor, reason=reason)
+            self._records.remove(self._reader.current(record_id), actor=actor, reason=reason)
 
     def forget(self, *, user_id: str | None, scope: str | None, categories: Sequence[str] | None,
                older_than: Any, ids: Sequence[str] | None, actor: str) -> ErasureReport:

@@ -98,7 +98,7 @@ class Conversations:
         given = normalise_messages(messages) if messages is not None else None
         scope_path = normalise_scope(scope) if scope is not None else None
         future = self._writer.submit(lambda: self._memorize_job(owner, session, given, scope_path))
-        outcome = future.result(timeout)
+        outcome = self._writer.result(future, timeout)
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome or []

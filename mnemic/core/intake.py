@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from .identity import anonymous_user_id
 from .policy import MemoryPolicy
 from .records import AUTHORS, KINDS, SOURCE_KINDS, UNCONFIRMED_SOURCE_KINDS, MemoryRecord, text_hash, utcnow
 from .safety import find_secrets, sensitive_category
@@ -49,7 +50,7 @@ class Intake:
         self.stats = stats
         self.max_text_chars = max_text_chars
         # Anonymous callers get an id bound to this Memory object's session, never a shared one.
-        self.anonymous_user_id = f"anonymous:{uuid.uuid4().hex}"
+        self.anonymous_user_id = anonymous_user_id()
 
     def owner(self, user_id: Any) -> str:
         """The user a call acts for: the caller's checked id, or this session's anonymous id."""

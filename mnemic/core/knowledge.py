@@ -414,7 +414,7 @@ class KnowledgeStore:
         except BaseException:
             ids = [c.id for c in chunks]
             _undo("delete the chunks just written", lambda: self._collection.delete(ids))
-            _undo("unindex the chunks just written", lambda: self._lexical.delete(ids))
+            _undo("unindex the chunks just written", lambda: self._lexical.delete(self._collection.name, ids))
             _undo("drop the audit entries just written",
                   lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
             raise
@@ -453,7 +453,7 @@ class KnowledgeStore:
             vectors = self._collection.embeddings(missing)
             stale = [rid for rid in missing if rid not in vectors]
             if stale:
-                self._lexical.delete(stale)
+                self._lexical.delete(self._collection.name, stale)
                 for rid in stale:
                     del bm25[rid]
             for rid, stored in vectors.items():
@@ -586,7 +586,7 @@ class KnowledgeStore:
             _undo("drop the audit entries of a failed delete",
                   lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
             raise
-        self._lexical.delete(c.id for c in chunks)
+        self._lexical.delete(self._collection.name, (c.id for c in chunks))
         self._lexical.set_watermark(self._collection.name, generation)
 
     # -- policy -----------------------------------------------------------------------------------
@@ -616,7 +616,7 @@ class KnowledgeStore:
             stale = [rid for rid in indexed if rid not in present]
             missing = [rid for rid in present if rid not in indexed]
             if stale:
-                self._lexical.delete(stale)
+                self._lexical.delete(name, stale)
             if missing:
                 rows = self._collection.get(missing)
                 self._lexical.upsert((r.id, name, KNOWLEDGE_OWNER, r.document, 1) for r in rows)

@@ -30,6 +30,7 @@ from .conversations import Conversations
 from .embeddings import Embedder, resolve_embedder
 from .gate import OpenGate
 from .history import HistoryEntry
+from .identity import recognise
 from .intake import Intake
 from .knowledge import KnowledgeStore
 from .lexical import LexicalIndex
@@ -116,9 +117,9 @@ class Memory:
         self._gate = OpenGate()
         self._store = ChromaStore(client, self.namespace)
         self._store.check_embedder(self.embedder.name, int(self.embedder.dimension))
-        self._lexical = LexicalIndex(lexical_file)
+        self._lexical = LexicalIndex(lexical_file, namespace=self.namespace)
         self._records = RecordWriter(self._store, self._lexical, lambda texts: self.embedder.embed(texts))
-        self._writer = BackgroundWriter()
+        self._writer = BackgroundWriter(must_not_hold=self._records.lock.held)
         self._wire()
         self.repair()
         if initial_policy is not None:
@@ -486,7 +487,8 @@ class Memory:
         """Every user with records in this namespace (an operator call)."""
         self._gate.check()
         self._writer.drain()
-        return self._store.users()
+        # Owners mnemic made (anonymous sessions, store namespaces) come back usable, for erasure.
+        return [recognise(user_id) for user_id in self._store.users()]
 
     # -- notes and knowledge ----------------------------------------------------------------------
 

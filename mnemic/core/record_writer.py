@@ -17,9 +17,43 @@ import numpy as np
 
 from .codec import from_metadata, to_metadata
 from .history import Action, entry
+from .identity import erased_owner_id
 from .lexical import LexicalIndex
 from .records import MemoryRecord
-from .store import ChromaStore, StoredRow, owner_key
+from .store import ChromaStore, StoredRow
+
+
+class RecordLock:
+    """The record lock: held by whoever changes a namespace's records, for the whole change.
+
+    THE LOCK ORDER RULE (one for the whole package): never wait for the background writer
+    (`drain()`, or the result of a queued job) while holding this lock. Queued jobs run on the
+    writer thread and take this lock, so a caller that holds it and waits for them waits forever.
+    A call that must see queued writes drains first and locks after. The only locks taken inside
+    this one are leaf locks (the lexical index's, the store's collection cache, the writer's queue
+    bookkeeping), which never wait for anything. `BackgroundWriter` checks `held()` and refuses a
+    wait that breaks the rule, so a breach fails at once instead of hanging.
+
+    Reentrant: a mutation reads the record it changes, and the pipeline retires records while it
+    holds the lock for a whole batch.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = threading.local()
+
+    def __enter__(self) -> RecordLock:
+        self._lock.acquire()
+        self._depth.value = getattr(self._depth, "value", 0) + 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth.value -= 1
+        self._lock.release()
+
+    def held(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return getattr(self._depth, "value", 0) > 0
 
 
 class RecordWriter:
@@ -28,9 +62,7 @@ class RecordWriter:
         self.store = store
         self.lexical = lexical
         self._embed = embed
-        # Reentrant: a mutation reads the record it changes, and the pipeline retires records
-        # while it holds the lock for a whole batch.
-        self.lock = threading.RLock()
+        self.lock = RecordLock()
 
     @staticmethod
     def decode(row: StoredRow) -> MemoryRecord:
@@ -78,7 +110,7 @@ class RecordWriter:
         self.store.add_history([entry("delete", record=record, actor=actor, before=record, after=None,
                                       reason=reason, version=record.version + 1)])
         self.store.delete(record.user_id, [record.id])
-        self.lexical.delete([record.id])
+        self.lexical.delete(self.store.collection_name(record.user_id), [record.id])
 
     def erase(self, user_id: str, records: Sequence[MemoryRecord], *, actor: str) -> int:
         """Remove records and their text from the audit trail too (erasure): what remains is a
@@ -87,13 +119,13 @@ class RecordWriter:
             return 0
         ids = [r.id for r in records]
         self.store.delete(user_id, ids)
-        self.lexical.delete(ids)
+        self.lexical.delete(self.store.collection_name(user_id), ids)
         self.store.delete_history(self.store.history_ids_for_records(ids))
         tombstones = []
         for record in records:
             tomb = entry("forget", record=record, actor=actor, before=None, after=None,
                          reason="erased", version=record.version + 1)
-            tomb["user_id"] = "erased:" + owner_key(record.user_id)[:16]
+            tomb["user_id"] = erased_owner_id(record.user_id)
             tombstones.append(tomb)
         self.store.add_history(tombstones)
         return len(records)

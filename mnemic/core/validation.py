@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from .identity import InternalUserId, reserved_prefix
+
 MAX_TEXT_CHARS = 16_000
 MAX_USER_ID_CHARS = 256
 MAX_CATEGORY_CHARS = 64
@@ -29,6 +31,10 @@ def check_text(text: Any, *, name: str = "text", max_chars: int = MAX_TEXT_CHARS
 
 
 def check_user_id(user_id: Any) -> str:
+    """A caller's user id, stripped. Ids under a prefix mnemic reserves for owners it makes itself
+    (see identity.py) are refused, unless mnemic made them (an InternalUserId)."""
+    if isinstance(user_id, InternalUserId):
+        return user_id
     if not isinstance(user_id, str):
         raise TypeError(f"user_id must be a string, got {type(user_id).__name__}")
     cleaned = user_id.strip()
@@ -36,6 +42,12 @@ def check_user_id(user_id: Any) -> str:
         raise ValueError("user_id is empty: every memory belongs to one user")
     if len(cleaned) > MAX_USER_ID_CHARS:
         raise ValueError(f"user_id is {len(cleaned)} characters; the limit is {MAX_USER_ID_CHARS}")
+    prefix = reserved_prefix(cleaned)
+    if prefix is not None:
+        raise ValueError(
+            f"user_id {cleaned[:60]!r} starts with {prefix!r}, which mnemic reserves for owners it makes "
+            f"itself (anonymous sessions, store namespaces that name no user, erased records); "
+            f"use a user id without that prefix")
     return cleaned
 
 
