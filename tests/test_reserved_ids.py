@@ -36,7 +36,6 @@ def forged_ids(memory: Memory) -> list[str]:
         'LangGraph-NS:["org-config"]',
         "  anonymous:0123",
         "erased:0123456789abcdef",
-        "mnemic:knowledge",
     ]
 
 

@@ -22,12 +22,15 @@ from .scopes import is_within, normalise_scope
 from .serving import RecordReader, scope_where, scopes_of
 from .store import ChromaStore
 from .validation import (
+    MAX_SOURCE_CHARS,
     check_categories,
     check_ids,
     check_importance,
     check_metadata,
+    check_name,
     check_older_than,
     check_optional_str,
+    check_reason,
     check_text,
     check_ttl,
     check_user_id,
@@ -36,7 +39,6 @@ from .writer import BackgroundWriter
 
 # `update(source=...)` leaves the source alone unless given (None is a value: "no source").
 UNSET: Any = object()
-MAX_REASON_CHARS = 2000
 
 
 class RetainedRegistry:
@@ -81,6 +83,8 @@ class RecordChanges:
     def update(self, record_id: str, *, text: str | None, scope: str | None, categories: Sequence[str] | None,
                importance: float | None, private: bool | None, source: Any, metadata: dict[str, Any] | None,
                ttl_seconds: float | None, actor: str, reason: str | None) -> MemoryRecord:
+        actor = check_name(actor, name="actor")
+        reason = check_reason(reason)
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = check_text(text, max_chars=self._max_text_chars)
@@ -96,7 +100,7 @@ class RecordChanges:
                 raise TypeError("private must be True or False")
             changes["private"] = private
         if source is not UNSET:
-            changes["source"] = check_optional_str(source, name="source")
+            changes["source"] = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         if metadata is not None:
             changes["metadata"] = check_metadata(metadata)
         if ttl_seconds is not None:
@@ -114,7 +118,10 @@ class RecordChanges:
             return after
 
     def invalidate(self, record_id: str, *, reason: str, actor: str, replaced_by: str | None) -> MemoryRecord:
-        reason_text = check_text(reason, name="reason", max_chars=MAX_REASON_CHARS)
+        reason_text = check_reason(reason, required=True)
+        actor = check_name(actor, name="actor")
+        if replaced_by is not None:
+            (replaced_by,) = check_ids([replaced_by])
         self._writer.drain()
         with self._records.lock:
             before = self._reader.current(record_id)
@@ -129,6 +136,7 @@ class RecordChanges:
             return after
 
     def confirm(self, record_id: str, *, actor: str) -> MemoryRecord:
+        actor = check_name(actor, name="actor")
         self._writer.drain()
         with self._records.lock:
             before = self._reader.current(record_id)
@@ -142,6 +150,8 @@ class RecordChanges:
             return after
 
     def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:
+        actor = check_name(actor, name="actor")
+        reason = check_reason(reason)
         self._writer.drain()
         with self._records.lock:
             self._records.remove(self._reader.current(record_id), actor=actor, reason=reason)
@@ -153,6 +163,7 @@ class RecordChanges:
                 "forget() needs at least one criterion (user_id, scope, categories, older_than or ids); "
                 "use reset() to empty the whole namespace"
             )
+        actor = check_name(actor, name="actor")
         owner = check_user_id(user_id) if user_id is not None else None
         scopes = scopes_of(scope)
         cats = check_categories(categories)

@@ -22,8 +22,9 @@ ANONYMOUS_PREFIX = "anonymous:"
 # keeping it keeps items stored before reachable.
 NAMESPACE_OWNER_PREFIX = "langgraph-ns:"
 ERASED_PREFIX = "erased:"
-INTERNAL_PREFIX = "mnemic:"
-RESERVED_PREFIXES: tuple[str, ...] = (INTERNAL_PREFIX, ANONYMOUS_PREFIX, NAMESPACE_OWNER_PREFIX, ERASED_PREFIX)
+# (The knowledge store's owner in the lexical index needs no prefix: it starts with a space, which
+# no checked user id does.)
+RESERVED_PREFIXES: tuple[str, ...] = (ANONYMOUS_PREFIX, NAMESPACE_OWNER_PREFIX, ERASED_PREFIX)
 
 
 class InternalUserId(str):

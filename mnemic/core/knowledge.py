@@ -45,7 +45,7 @@ from .ranking import Candidate, RecallWeights, fuse
 from .records import ScoreBreakdown, text_hash, utcnow
 from .store import StoredRow
 from .store.knowledge import HISTORY_IDS_PER_ENTRY, KnowledgeCollection
-from .validation import check_limit, check_text
+from .validation import MAX_SOURCE_CHARS, check_clean, check_limit, check_name, check_text
 
 log = logging.getLogger("mnemic")
 
@@ -57,8 +57,9 @@ Progress = Callable[[int, int], None]
 KNOWLEDGE_OWNER = " mnemic:knowledge"
 KNOWLEDGE_IMPORTANCE = 0.5
 EMBED_BATCH = 128
-MAX_SOURCE_CHARS = 1000
 MAX_FACT_CHARS = 2000
+# Text given to add() (not verbatim) is chunked; a whole book fits, a runaway input does not.
+MAX_KNOWLEDGE_TEXT_CHARS = 5_000_000
 SERVER_SYNC_INTERVAL_S = 2.0
 
 DISTIL_PROMPT = (
@@ -289,6 +290,10 @@ class KnowledgeStore:
                 raise TypeError(f"text must be a string, got {type(text).__name__}")
             if not text.strip():
                 raise ValueError("text is empty: give the knowledge to add")
+            if len(text) > MAX_KNOWLEDGE_TEXT_CHARS:
+                raise ValueError(f"text is {len(text)} characters; the limit is {MAX_KNOWLEDGE_TEXT_CHARS}. "
+                                 "Add a long document as a file (add_file) or in parts.")
+            check_clean(text, name="text")
             pieces = self._distil(text.replace("\r\n", "\n"))
         return self._ingest([(origin, pieces)], actor=actor, progress=callback)
 
@@ -646,7 +651,7 @@ def _check_source(source: Any) -> str | None:
         raise ValueError("source is empty: name where the knowledge comes from, or leave it out")
     if len(cleaned) > MAX_SOURCE_CHARS:
         raise ValueError(f"source is {len(cleaned)} characters; the limit is {MAX_SOURCE_CHARS}")
-    return cleaned
+    return check_clean(cleaned, name="source")
 
 
 def _check_sources(source: Any) -> frozenset[str] | None:
@@ -664,7 +669,7 @@ def _check_sources(source: Any) -> frozenset[str] | None:
 def _check_actor(actor: Any) -> str:
     if not isinstance(actor, str) or not actor.strip():
         raise ValueError("added_by/actor must be a non-empty string naming the operator")
-    return actor.strip()
+    return check_name(actor, name="added_by/actor")
 
 
 def _check_progress(progress: Any) -> Progress | None:
