@@ -42,7 +42,7 @@ def check_clean(value: str, *, name: str) -> str:
     """`value` if it is text every store can keep: valid Unicode (no lone surrogate), no NUL."""
     if "\x00" in value:
         raise ValueError(f"{name} contains a NUL character (\\x00) at position {value.index(chr(0))}; remove it")
-    found = _SURROGATE.search(value)
+    found = None if value.isascii() else _SURROGATE.search(value)
     if found is not None:
         raise ValueError(
             f"{name} contains a lone surrogate (\\u{ord(found.group()):04x}) at position {found.start()}: "
