@@ -64,7 +64,8 @@ def test_a_record_the_keyword_index_lost_is_reindexed_on_open(store_path: Path) 
         memory.remember("indexed normally", user_id="u")
         record = memory.remember("Quokka sightings are logged on Rottnest.", user_id="u")
         assert record is not None
-        memory._lexical.delete([record.id])  # as if the local database had lost the row
+        # As if the local database had lost the row:
+        memory._lexical.delete(memory._store.collection_name("u"), [record.id])
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         matches = memory.recall("quokka", user_id="u")
         assert [m.record.text for m in matches] == ["Quokka sightings are logged on Rottnest."]

@@ -31,6 +31,7 @@ from .conversations import Conversations
 from .embeddings import Embedder, resolve_embedder
 from .gate import OpenGate
 from .history import HistoryEntry, HistoryLog
+from .identity import recognise
 from .intake import Intake
 from .knowledge import KnowledgeStore
 from .lexical import LexicalIndex
@@ -57,7 +58,7 @@ from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, RunCollection, make_persistent_client
 from .store.history import ChromaHistory
-from .validation import MAX_TEXT_CHARS
+from .validation import MAX_TEXT_CHARS, check_optional_str
 from .views import MemoryView
 from .write_journal import Journaled, WriteJournal
 from .write_pipeline import WritePipeline, describe_queued
@@ -98,6 +99,7 @@ class Memory:
         checked_llm = check_llm(llm)
         initial_policy = coerce_policy(policy) if policy is not None else None
         self.namespace = namespace.strip()
+        check_optional_str(self.namespace, name="namespace")
         self._temporary: Path | None = None
         self._lock_handle = None
         if client is None:
@@ -127,14 +129,16 @@ class Memory:
         self._store.check_embedder(self.embedder.name, int(self.embedder.dimension))
         # The local database: keyword index, the audit trail of an embedded store, the write journal.
         self._local = LocalDatabase(lexical_file)
-        self._lexical = LexicalIndex(self._local)
+        self._lexical = LexicalIndex(self._local, namespace=self.namespace)
+        self._intake = Intake(namespace=self.namespace, stats=self.stats, max_text_chars=max_text_chars)
         embed = lambda texts: self.embedder.embed(texts)  # noqa: E731 - the embedder may be swapped
         history: HistoryLog = (LocalHistory(self._local, self.namespace) if self.mode == "embedded"
                                else ChromaHistory(self._store))
         scrubber = Scrubber(self._store, self._lexical, embed, self.path / "chroma" if self.path is not None else None)
         self._records = RecordWriter(self._store, self._lexical, history, self._local, embed,
-                                     sole_writer=self.mode == "embedded", scrubber=scrubber)
-        self._writer = BackgroundWriter()
+                                     sole_writer=self.mode == "embedded", scrubber=scrubber,
+                                     admit=self._intake.admit)
+        self._writer = BackgroundWriter(must_not_hold=self._records.lock.held)
         self._wire()
         self._recovery = Recovery(
             store=self._store, local=self._local, sync=self._sync, namespace=self.namespace, embed=embed,
@@ -153,7 +157,6 @@ class Memory:
         store, lexical, records, writer = self._store, self._lexical, self._records, self._writer
         single_writer = self.mode == "embedded"
         self._policy = NamespacePolicy(store, self.namespace, records.lock)
-        self._intake = Intake(namespace=self.namespace, stats=self.stats, max_text_chars=self.max_text_chars)
         self._sync = LexicalSync(store, lexical, records, single_writer=single_writer)
         self._pipeline = WritePipeline(records, thresholds_for(self.embedder.name), embedder=embedder, llm=llm,
                                        stats=self.stats)
@@ -307,10 +310,11 @@ class Memory:
             author=author, source_kind=source_kind, session_id=session_id, turn=turn, private=private,
             source=source, metadata=metadata, ttl_seconds=ttl_seconds, kind=kind, created_at=created_at,
         )
+        who = self._intake.actor(actor, author)
         if not prepared:
             return None
         self._writer.drain()
-        stored = self._pipeline.persist_new(prepared, actor=actor or author)
+        stored = self._pipeline.persist_new(prepared, actor=who)
         return stored[0] if stored else None
 
     def remember_many(self, texts: Iterable[str], **options: Any) -> builtins.list[str]:
@@ -327,6 +331,8 @@ class Memory:
             return []
         policy = self._policy.require_writes("remember_many()")
         actor = options.pop("actor", None)
+        if actor is not None:
+            actor = self._intake.actor(actor, "")
         prepared = self._intake.prepare(items, policy=policy, **options)
         if not prepared:
             return []
@@ -547,7 +553,8 @@ class Memory:
         """Every user with records in this namespace (an operator call)."""
         self._gate.check()
         self._writer.drain()
-        return self._store.users()
+        # Owners mnemic made (anonymous sessions, store namespaces) come back usable, for erasure.
+        return [recognise(user_id) for user_id in self._store.users()]
 
     # -- notes and knowledge ----------------------------------------------------------------------
 

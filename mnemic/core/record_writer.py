@@ -26,19 +26,53 @@ import numpy as np
 
 from .codec import from_metadata, to_metadata
 from .history import Action, HistoryLog, entry
+from .identity import erased_owner_id
 from .lexical import LexicalIndex
 from .local_db import LocalDatabase
 from .records import MemoryRecord
 from .scrub import Scrubber
-from .store import ChromaStore, StoredRow, owner_key
+from .store import ChromaStore, StoredRow
 
 log = logging.getLogger("mnemic")
+
+
+class RecordLock:
+    """The record lock: held by whoever changes a namespace's records, for the whole change.
+
+    THE LOCK ORDER RULE (one for the whole package): never wait for the background writer
+    (`drain()`, or the result of a queued job) while holding this lock. Queued jobs run on the
+    writer thread and take this lock, so a caller that holds it and waits for them waits forever.
+    A call that must see queued writes drains first and locks after. The only locks taken inside
+    this one are leaf locks (the lexical index's, the store's collection cache, the writer's queue
+    bookkeeping), which never wait for anything. `BackgroundWriter` checks `held()` and refuses a
+    wait that breaks the rule, so a breach fails at once instead of hanging.
+
+    Reentrant: a mutation reads the record it changes, and the pipeline retires records while it
+    holds the lock for a whole batch.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = threading.local()
+
+    def __enter__(self) -> RecordLock:
+        self._lock.acquire()
+        self._depth.value = getattr(self._depth, "value", 0) + 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth.value -= 1
+        self._lock.release()
+
+    def held(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return getattr(self._depth, "value", 0) > 0
 
 
 class RecordWriter:
     def __init__(self, store: ChromaStore, lexical: LexicalIndex, history: HistoryLog, local: LocalDatabase,
                  embed: Callable[[Sequence[str]], np.ndarray], *, sole_writer: bool,
-                 scrubber: Scrubber | None = None) -> None:
+                 scrubber: Scrubber | None = None, admit: Callable[[MemoryRecord], None] | None = None) -> None:
         self.store = store
         self.lexical = lexical
         self.history = history
@@ -48,9 +82,9 @@ class RecordWriter:
         # every record id (repaired on open) and a Chroma lookup is never needed to tell one.
         self.sole_writer = sole_writer
         self.scrubber = scrubber
-        # Reentrant: a mutation reads the record it changes, and the pipeline retires records
-        # while it holds the lock for a whole batch.
-        self.lock = threading.RLock()
+        # Called for every record before its first write (see Intake.admit); raising refuses it.
+        self._admit = admit or (lambda record: None)
+        self.lock = RecordLock()
 
     @staticmethod
     def decode(row: StoredRow) -> MemoryRecord:
@@ -106,17 +140,20 @@ class RecordWriter:
         """New records (their "add" entries first), all of one user."""
         if not records:
             return
+        for record in records:
+            self._admit(record)
         extra = details or [None] * len(records)
         entries = [entry("add", record=r, actor=actor, before=None, after=r, version=r.version, details=d)
                    for r, d in zip(records, extra, strict=True)]
         rows = [StoredRow(id=r.id, document=r.text, metadata=to_metadata(r), embedding=v)
                 for r, v in zip(records, vectors, strict=True)]
         self._apply(entries, local=lambda: self.index(records), chroma=lambda: self.store.add(user_id, rows),
-                    undo=lambda: self.lexical.delete([r.id for r in records]))
+                    undo=lambda: self.lexical.delete(self.store.collection_name(user_id), [r.id for r in records]))
 
     def update(self, before: MemoryRecord, after: MemoryRecord, *, action: Action, actor: str,
                reason: str | None, reembed: bool, details: dict[str, Any] | None = None) -> None:
         """Replace a record's text and metadata; its vector too when `reembed` (the text changed)."""
+        self._admit(after)
         entries = [entry(action, record=after, actor=actor, before=before, after=after, reason=reason,
                          version=after.version, details=details)]
         vector = self._embed([after.text])[0] if reembed else None
@@ -142,7 +179,7 @@ class RecordWriter:
 
         def local() -> None:
             self.history.redact([record.id])
-            self.lexical.delete([record.id])
+            self.lexical.delete(self.store.collection_name(record.user_id), [record.id])
 
         self._apply([tombstone], local=local, chroma=lambda: self.store.delete(record.user_id, [record.id]),
                     undo=lambda: self.index([record]))
@@ -168,14 +205,14 @@ class RecordWriter:
         for record in records:
             tomb = entry("forget", record=record, actor=actor, before=None, after=None,
                          reason="erased", version=record.version + 1)
-            tomb["user_id"] = "erased:" + owner_key(record.user_id)[:16]
+            tomb["user_id"] = erased_owner_id(record.user_id)
             tombstones.append(tomb)
 
         erased_entries = self.history.ids_for_records(ids)
 
         def local() -> None:
             self.history.delete(erased_entries)
-            self.lexical.delete(ids)
+            self.lexical.delete(self.store.collection_name(user_id), ids)
             if drop_collection:
                 self.lexical.drop_collection(self.store.collection_name(user_id))
 
