@@ -119,7 +119,7 @@ class RecordWriter:
                 self.history.add(entries)
         except BaseException:
             if not self.sole_writer:
-                self._forget_entries(entries)
+                self._withdraw(entries)
             raise
         try:
             chroma()
@@ -127,12 +127,12 @@ class RecordWriter:
             try:
                 with self._local.transaction():
                     undo()
-                    self._forget_entries(entries)
+                    self._withdraw(entries)
             except Exception as exc:  # the Chroma error is the one to report; repair fixes the rest
                 log.error("could not undo the local half of a failed change: %s", exc)
             raise
 
-    def _forget_entries(self, entries: Sequence[dict[str, Any]]) -> None:
+    def _withdraw(self, entries: Sequence[dict[str, Any]]) -> None:
         self.history.delete([e["entry_id"] for e in entries])
 
     def insert(self, user_id: str, records: Sequence[MemoryRecord], vectors: Sequence[np.ndarray] | np.ndarray, *,
