@@ -1,0 +1,51 @@
+"""The backstop for credentials no rule names: a long token that is random the way generated
+keys are (upper and lower case and digits mixed, high Shannon entropy), standing on its own.
+
+Left alone on purpose: hex strings (git SHAs, checksums, UUIDs: a bare hex secret is only found
+next to its name), tokens inside URLs (document ids, paths) and identifiers made of words
+(`getUserById2024Handler`). This mirrors detect-secrets' high-entropy plugins, tightened for
+prose: they flag any long string in code; memory holds sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .hits import SecretHit
+from .values import is_placeholder, shannon_entropy
+
+MIN_LENGTH = 20
+MIN_ENTROPY = 3.5
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=.~]{20,}")
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])")
+_HEX = re.compile(r"(?:0x)?[0-9a-fA-F\-]+")
+
+
+def _random_looking(token: str) -> bool:
+    core = token.strip("=._-~")
+    if len(core) < MIN_LENGTH or _HEX.fullmatch(core):
+        return False
+    uppers = sum(ch.isupper() for ch in core)
+    lowers = sum(ch.islower() for ch in core)
+    digits = sum(ch.isdigit() for ch in core)
+    if not (uppers and lowers and digits >= 2):
+        return False
+    if shannon_entropy(core) < MIN_ENTROPY:
+        return False
+    # Identifiers and file names are made of words; generated keys are not.
+    covered = sum(len(m) for m in _WORDISH.findall(core))
+    if covered >= 0.5 * len(core):
+        return False
+    return not is_placeholder(core)
+
+
+def find(text: str) -> Iterator[SecretHit]:
+    for word_match in re.finditer(r"\S{20,}", text):
+        word = word_match.group()
+        if "://" in word or word.startswith("www.") or "@" in word:
+            continue  # URLs and addresses: their secrets are the URL rules' business
+        for match in _CANDIDATE.finditer(word):
+            if _random_looking(match.group()):
+                start = word_match.start() + match.start()
+                yield SecretHit("high_entropy_token", start, start + len(match.group()))

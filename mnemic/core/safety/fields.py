@@ -1,0 +1,64 @@
+"""Screening every free-text field of a write, not only its text: metadata keys and values,
+source, session id, categories, scope, note data. A secret in any of them is stored (and served)
+as surely as one in the text.
+
+Structured values are read the way a person reads them: `{"password": "hunter2"}` is screened as
+"password: hunter2", since the key is what says the value is a credential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .detector import find_secrets
+
+
+class SecretRefusedError(ValueError):
+    """A write refused because a field holds what looks like a secret. The message names the
+    fields and the kinds of secret, never the text."""
+
+    def __init__(self, fields: Mapping[str, list[str]], *, what: str = "this write") -> None:
+        self.fields = {name: sorted(set(kinds)) for name, kinds in fields.items()}
+        listed = "; ".join(f"{name} ({', '.join(kinds)})" for name, kinds in self.fields.items())
+        super().__init__(
+            f"mnemic refused {what}: {listed} holds what looks like a secret, and memory never stores "
+            "secrets. Nothing was written. Remove the credential (store where to find it, not the "
+            "credential itself) and try again."
+        )
+
+
+def _lines(value: Any, key: str | None = None) -> Iterator[str]:
+    """The texts a value shows a reader: each string, each key, and "key: value" pairs."""
+    if value is None:
+        return
+    if isinstance(value, Mapping):
+        for inner_key, inner in value.items():
+            name = str(inner_key)
+            yield name
+            yield from _lines(inner, name)
+        return
+    if isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _lines(item, key)
+        return
+    if isinstance(value, bool):
+        return
+    text = str(value)
+    yield text
+    if key is not None:
+        yield f"{key}: {text}"
+
+
+def secret_fields(fields: Mapping[str, Any]) -> dict[str, list[str]]:
+    """For each named field holding a secret, the kinds found. Empty when every field is clean.
+    Values may be strings, numbers, lists, or mappings (their keys are screened too)."""
+    found: dict[str, list[str]] = {}
+    for name, value in fields.items():
+        kinds = [hit.kind for line in _lines(value) for hit in find_secrets(line)]
+        if kinds:
+            found[name] = kinds
+    return found
+
+
+__all__ = ["SecretRefusedError", "secret_fields"]

@@ -1,0 +1,93 @@
+"""Crypto wallet secrets: BIP-39 seed phrases, hex private keys named as such, and Bitcoin WIF
+keys (Base58Check-verified, so no context is needed). Extended private keys (xprv...) are vendor
+shapes (see `vendors`).
+
+A seed phrase is found as a run of at least 12 words of the BIP-39 English wordlist, shipped as
+package data (`bip39_english.txt`, the 2048 words of the BIP-39 specification, sha256 2f5eed53...;
+copied from the MIT-licensed `mnemonic` package). Ordinary English almost never strings 12 such
+words together: "the", "a", "is", "of", "and", "to" are not in the list. A shorter run said to be a
+seed or recovery phrase is refused too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+
+from .checksums import base58check_valid
+from .hits import SecretHit
+
+MIN_SEED_WORDS = 12
+_WORD = re.compile(r"[a-z]+")
+_GAP = re.compile(r"[\s,;.\-–|/()\[\]#:\d]{1,8}")  # "1. abandon 2. ability", "abandon, ability", newlines
+_SEED_CONTEXT = re.compile(
+    r"(?i)\b(?:seed|recovery|mnemonic|backup|secret\s+recovery|wallet|restore|12[\s\-]word|24[\s\-]word)"
+    r"(?:\s+(?:phrase|words?|sentence|mnemonic|key))?\b[^.\n]{0,24}?(?:is|are|was|:|=|-)\s*"
+)
+_HEX_KEY = re.compile(r"(?<![A-Za-z0-9])(?:0x)?[0-9a-fA-F]{64}(?![A-Za-z0-9])")
+_HEX_CONTEXT = re.compile(
+    r"(?i)(?:private|priv|secret|signing|wallet|metamask|eth(?:ereum)?|solana|bitcoin|btc|import|seed|"
+    r"mnemonic|keystore|ledger|trezor|phantom)[\s_\-]*(?:key|wallet|keys)?"
+)
+_WIF = re.compile(r"(?<![A-Za-z0-9])[5KLc9][1-9A-HJ-NP-Za-km-z]{50,51}(?![A-Za-z0-9])")
+
+
+@cache
+def bip39_words() -> frozenset[str]:
+    text = resources.files(__package__).joinpath("bip39_english.txt").read_text(encoding="utf-8")
+    words = frozenset(text.split())
+    if len(words) != 2048:
+        raise RuntimeError("the BIP-39 wordlist shipped with mnemic is damaged: reinstall mnemic")
+    return words
+
+
+def _seed_runs(text: str, lowered: str) -> Iterator[SecretHit]:
+    words = bip39_words()
+    run_start = run_end = -1
+    count = 0
+    previous_end = -1
+    for match in _WORD.finditer(lowered):
+        start, end = match.span()
+        adjacent = previous_end >= 0 and (start == previous_end or _GAP.fullmatch(lowered, previous_end, start))
+        if match.group() in words:
+            if count and adjacent:
+                count += 1
+                run_end = end
+            else:
+                if count >= MIN_SEED_WORDS:
+                    yield SecretHit("seed_phrase", run_start, run_end)
+                run_start, run_end, count = start, end, 1
+        else:
+            if count >= MIN_SEED_WORDS:
+                yield SecretHit("seed_phrase", run_start, run_end)
+            count = 0
+        previous_end = end
+    if count >= MIN_SEED_WORDS:
+        yield SecretHit("seed_phrase", run_start, run_end)
+
+
+def _named_seed(text: str, lowered: str) -> Iterator[SecretHit]:
+    """ "my recovery phrase is ..." followed by six or more words, most of them BIP-39 words."""
+    words = bip39_words()
+    for match in _SEED_CONTEXT.finditer(text):
+        tail = lowered[match.end():match.end() + 240]
+        clause = re.split(r"[.!?\n](?:\s|$)", tail, maxsplit=1)[0]
+        found = _WORD.findall(clause)
+        if len(found) >= 6 and sum(w in words for w in found) >= 0.75 * len(found):
+            yield SecretHit("seed_phrase", match.end(), match.end() + len(clause))
+
+
+def find(text: str, lowered: str) -> Iterator[SecretHit]:
+    if text.count(" ") + text.count("\n") + text.count(",") >= MIN_SEED_WORDS - 1:
+        yield from _seed_runs(text, lowered)
+        yield from _named_seed(text, lowered)
+    if len(text) >= 51:
+        for match in _HEX_KEY.finditer(text):
+            window = text[max(0, match.start() - 60):match.start()]
+            if _HEX_CONTEXT.search(window):
+                yield SecretHit("crypto_private_key", match.start(), match.end())
+        for match in _WIF.finditer(text):
+            if base58check_valid(match.group()):
+                yield SecretHit("crypto_private_key", match.start(), match.end())
