@@ -28,13 +28,19 @@ _XML_ELEMENT = re.compile(r"<(?P<name>[A-Za-z][\w.\-]{0,60})>(?P<value>[^<\s][^<
 _XML_KEY_VALUE = re.compile(
     r"""key=["'](?P<name>[^"'\n]{1,60})["']\s+value=["'](?P<value>[^"'\n]{1,300})["']""", re.IGNORECASE)
 _URL_CREDENTIALS = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]{1,20})://(?P<user>[^\s:/@?#]*)(?::(?P<password>[^\s/@?#]*))?@"
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]{1,20})://(?P<user>[^\s:/@?#]*)(?::(?P<password>[^\s/@]*))?@"
     r"(?=[\w\[])"
 )
 _CURL_USER = re.compile(r"(?<![\w\-])(?:-u|--user)(?:=|[ \t]+)[\"']?(?P<user>[^\s\"':]+):(?P<password>[^\s\"']+)")
 _AUTH_SCHEME = re.compile(
     r"(?<![\w\-])(?P<scheme>Bearer|Basic|Token|Bot|ApiKey|Api-Key|SSWS|OAuth|JWT|token|bearer|basic)"
     r"[ \t]+(?P<value>[A-Za-z0-9._~+/=\-]{8,})"
+)
+# Tools that take a password as a short flag: `mysql -pSECRET`, `sshpass -p pw`, `redis-cli -a pw`.
+_TOOL_PASSWORD = re.compile(
+    r"(?<![\w\-])(?:mysql\w*|mariadb\w*|sshpass|docker\s+login|podman\s+login|redis-cli|mongo\w*|psql|"
+    r"htpasswd\s+-b\S*\s+\S+\s+\S+|smbclient|rdesktop|xfreerdp|ftp)\b[^\n]{0,80}?\s"
+    r"(?:-p\s?|-a\s|--pass(?:word)?[= ]|/p:)(?P<value>\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"
 )
 _SCHEMES_IN_VALUE = frozenset({"bearer", "basic", "token", "bot", "apikey", "api-key", "ssws", "oauth", "jwt",
                                "key", "sso-key", "digest"})
@@ -64,7 +70,9 @@ def _read_value(text: str, start: int) -> tuple[str, int, int] | None:
     while end < len(text) and not text[end].isspace() and text[end] not in "\"'`":
         end += 1
     raw = text[start:end]
-    stripped = raw.rstrip(_VALUE_END + ".!?:")
+    if raw.endswith(("...", "…")):
+        return raw, start, end  # "sk-...": a prefix shown as an example, judged whole
+    stripped = raw if raw.startswith(("<", "${", "{{")) else raw.rstrip(_VALUE_END + ".!?:")
     if not stripped:
         return None
     return stripped, start, start + len(stripped)
@@ -148,6 +156,13 @@ def _url_hits(text: str) -> Iterator[SecretHit]:
             yield SecretHit("credential", match.start("password"), match.end("password"))
 
 
+def _tool_hits(text: str) -> Iterator[SecretHit]:
+    for match in _TOOL_PASSWORD.finditer(text):
+        value = match.group("value").strip("\"'")
+        if len(value) >= 3 and not is_placeholder(value):
+            yield SecretHit("credential", match.start("value"), match.end("value"))
+
+
 def _auth_scheme_hits(text: str) -> Iterator[SecretHit]:
     for match in _AUTH_SCHEME.finditer(text):
         value = match.group("value").rstrip(".")
@@ -165,6 +180,7 @@ def find(text: str) -> Iterator[SecretHit]:
         yield from _assignment_hits(text)
     if "--" in text or " -" in text:
         yield from _flag_hits(text)
+        yield from _tool_hits(text)
     if "<" in text:
         yield from _markup_hits(text)
     if ("://" in text and "@" in text) or ("-u" in text and ":" in text):

@@ -21,8 +21,7 @@ def find_secrets(text: str) -> list[SecretHit]:
     hits: list[SecretHit] = []
     lowered = text.lower()
     longest = max((len(word) for word in text.split()), default=0)
-    if longest >= 8:
-        hits.extend(vendors.find(text))
+    hits.extend(vendors.find(text, lowered, longest))
     hits.extend(assignments.find(text))
     if any(trigger in lowered for trigger in prose.TRIGGERS):
         hits.extend(prose.find(text, lowered))

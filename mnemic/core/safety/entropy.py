@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from .checksums import base58check_valid
 from .hits import SecretHit
 from .values import is_placeholder, shannon_entropy
 
@@ -40,11 +41,24 @@ def _random_looking(token: str) -> bool:
     return not is_placeholder(core)
 
 
+_PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-ssh-\S+|sk-ecdsa-\S+)\s+$")
+_PUBLIC_PREFIXES = ("pk_live_", "pk_test_", "pk.eyJ")
+
+
+def _public(text: str, start: int, word: str) -> bool:
+    """Public halves: an OpenSSH public key after its type, a publishable key, a Bitcoin address."""
+    if word.startswith(_PUBLIC_PREFIXES) or _PUBLIC_KEY_TYPE.search(text, max(0, start - 40), start):
+        return True
+    return word[:1] in "13" and 26 <= len(word) <= 35 and base58check_valid(word)
+
+
 def find(text: str) -> Iterator[SecretHit]:
     for word_match in re.finditer(r"\S{20,}", text):
         word = word_match.group()
         if "://" in word or word.startswith("www.") or "@" in word:
             continue  # URLs and addresses: their secrets are the URL rules' business
+        if _public(text, word_match.start(), word.strip(".,;:!?()[]{}\"'")):
+            continue
         for match in _CANDIDATE.finditer(word):
             if _random_looking(match.group()):
                 start = word_match.start() + match.start()

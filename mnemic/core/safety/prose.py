@@ -34,16 +34,25 @@ _STRONG = (
 # Keywords that name many things: their value must look like a credential.
 _WEAK = r"pass|key|combination|combo"
 # Who or what the credential is for: "password for gmail", "the code to the front door".
-_FOR = (r"(?:\s+(?:for|to|on|of|at|from|in)\s+(?:my\s+|the\s+|our\s+|your\s+|his\s+|her\s+|their\s+)?"
+_FOR = (r"(?:\s+(?:for|to|on|of|at|from|in|do|da|de|del|du|des|für|zum|zur|pour|per|voor|para)\s+"
+        r"(?:my\s+|the\s+|our\s+|your\s+|his\s+|her\s+|their\s+)?"
         r"[\w.@&'’\- ]{1,32}?)?")
 _CONNECT = (
-    r"\s*(?:(?:is|was|are|be|'s|’s|=|:(?!//)|：|-|–|—|->|→|=>)\s*(?:now|still|just|actually|currently|set\s+to|"
+    r"\s*(?:(?:is|was|are|be|'s|’s|=|:(?!//)|：|-|–|—|->|→|=>|es|ist|est|é|è|era|lautet|是|为|は|는|은|:)\s*"
+    r"(?:now|still|just|actually|currently|set\s+to|"
     r"changed\s+to|updated\s+to|simply|literally)?\s*(?:[:\-]\s*)?|"
     r"\s+(?:is|was|has\s+been|will\s+be|got)\s+(?:changed|set|updated|reset)\s+to\s+)"
 )
 # A credential named before a possessive or a qualifier: "my gmail password is", "the pin for".
 _STATED = re.compile(
-    rf"(?i)(?<![\w\-])(?P<kw>{_STRONG}|{_WEAK})(?![\w\-]){_FOR}{_CONNECT}"
+    rf"(?i)(?<![A-Za-z0-9_\-])(?P<kw>{_STRONG}|{_WEAK})(?![A-Za-z0-9_\-]){_FOR}{_CONNECT}"
+)
+# Said without a verb: "door code 2580#", "cvv 482", "machine x login y password z".
+_BARE = re.compile(rf"(?i)(?<![A-Za-z0-9_\-])(?P<kw>{_STRONG}|pass)[ \t]+(?=\S)")
+_NUMERIC_KEYWORD = re.compile(r"(?i)^(?:pin|cvv|cvc|csc|otp|totp)|(?:code|pin|combination|combo)$")
+_NOT_SECRET_BEFORE = re.compile(
+    r"(?i)\b(?:primary|foreign|sort|partition|public|publishable|music|piano|answer|map|legend|hot|short|"
+    r"mountain|bus|boarding|season|ski|day|press|backstage|hall|free|guest|visitor|transit|rail|park)\s+$"
 )
 _SET_TO = re.compile(
     rf"(?i)\b(?:set|changed?|reset|updated?|made|chose|picked)\s+(?:my|the|our|his|her|their|your)\s+"
@@ -53,10 +62,12 @@ _USE_AS = re.compile(
     rf"(?i)\b(?:use|using|used|try|tried|enter|type|typed)\s+(?P<value>\S+)\s+(?:as|for)\s+"
     rf"(?:my|the|our|his|her|their|your)\s+(?:[\w\-]+\s+){{0,2}}?(?:{_STRONG})\b"
 )
+# "hunter2 is my password": found from its verb, the value is the word before it.
 _REVERSED = re.compile(
-    rf"(?i)(?P<value>[^\s\"'“”]{{3,}})[\"'”]?\s+(?:is|was|=)\s+(?:my|the|our|his|her|their|your)\s+"
+    rf"(?i)[\"'”]?\s+(?:is|was|=)\s+(?:my|the|our|his|her|their|your)\s+"
     rf"(?:new\s+|current\s+|old\s+|real\s+)?(?:[\w\-]+\s+)?(?:{_STRONG})\b"
 )
+_WORD_BEFORE = re.compile(r"[^\s\"'“”]{3,}$")
 # "my api key is ...", "the webhook secret for prod: ...": a named machine credential and a
 # token-shaped value. Values must look machine-made: "the secret is patience" is no credential.
 _NAMED_TOKEN = re.compile(
@@ -68,7 +79,8 @@ _NAMED_TOKEN = re.compile(
     r"account[\s_\-]?key|storage[\s_\-]?key|master[\s_\-]?key|deploy[\s_\-]?key|app[\s_\-]?secret|"
     r"consumer[\s_\-]?(?:secret|key))"
     rf"s?(?![\w\-]){_FOR}"
-    r"\s*(?:is|was|are|=|:|：|->|→|'s|’s|-)\s*(?:now\s+|still\s+)?[\"'`“]?(?P<value>[A-Za-z0-9_\-./+=~:%@!#$*&^]{8,})"
+    r"(?:\s*(?:is|was|are|=|:|：|->|→|'s|’s|-)\s*(?:now\s+|still\s+)?|\s+(?=\S{16}))"
+    r"[\"'`“]?(?P<value>[A-Za-z0-9_\-./+=~:%@!#$*&^]{8,})"
 )
 _USER_PASS_PAIR = re.compile(r"^[^\s:/]{2,40}[:/][^\s:/]{3,}$")
 _TRAILING = ".,;:!?)]}\"'`”’»"
@@ -133,12 +145,77 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
         weak = re.fullmatch(_WEAK, keyword) is not None
         if keyword.endswith("s") and connector.startswith("are") and not weak:
             continue  # "PIN codes are four digits": about PINs in general
-        if weak and not (_is_quoted(text, start) or looks_like_password(value) or looks_like_token(value)):
-            continue
+        if weak and _NOT_SECRET_BEFORE.search(text, max(0, match.start() - 20), match.start()):
+            continue  # "the primary key is user_id", "the bus pass is ..."
+        if weak and not _is_quoted(text, start):
+            chosen = looks_like_token(value) if keyword == "key" else looks_like_password(value)
+            if not chosen:
+                continue
         numeric_kind = keyword.startswith("pin") or keyword.endswith(("code", "combination", "combo"))
         if numeric_kind and not any(ch.isdigit() for ch in value):
             continue  # PINs and door codes hold digits: "the pin is located ..." is prose
         yield SecretHit("password", start, end)
+
+
+def _bare_hits(text: str) -> Iterator[SecretHit]:
+    """A keyword and its value with no verb between: only values that cannot be words."""
+    for match in _BARE.finditer(text):
+        keyword = match.group("kw").lower()
+        read = _value_at(text, match.end())
+        if read is None:
+            continue
+        value, start, end = read
+        if _NOT_SECRET_BEFORE.search(text, max(0, match.start() - 20), match.start()):
+            continue
+        if _NUMERIC_KEYWORD.search(keyword):
+            digits = sum(ch.isdigit() for ch in value)
+            if 3 <= digits <= 12 and digits >= len(value) - 2 and not _UNIT_FOLLOWS.match(text, end):
+                yield SecretHit("password", start, end)
+            continue
+        if len(value) >= 6 and _chosen(value) and not is_placeholder(value) \
+                and not describes_rather_than_gives(value, text[end:end + 24]):
+            yield SecretHit("password", start, end)
+
+
+_UNIT_FOLLOWS = re.compile(r"\s*(?:digits?|characters?|chars?|times|attempts|tries|minutes?|seconds?)\b", re.I)
+
+
+def _chosen(value: str) -> bool:
+    """A value a person made up: letters with digits or symbols (not a version, a date, a URL)."""
+    letters = sum(ch.isalpha() for ch in value)
+    digits = sum(ch.isdigit() for ch in value)
+    symbols = sum(not ch.isalnum() for ch in value)
+    if not letters or "://" in value or value.count(".") >= 2 or "@" in value[1:-1]:
+        return False
+    return digits >= 1 and (symbols >= 1 or digits >= 2 or letters >= 4)
+
+
+# The credential said later in the sentence: "the VPN password hasn't changed, it's still X".
+_CLAUSE_KEYWORD = re.compile(
+    r"(?i)(?<![A-Za-z0-9_\-])(?:pass\s?words?|passwd|pwd|pw|pass\s?phrase|pass\s?code|passwort|"
+    r"mot\s+de\s+passe|contrase(?:ñ|n)a|senha|wachtwoord|wi-?fi\s+key)(?![A-Za-z0-9_\-])"
+)
+_SENTENCE_END = re.compile(r"[.!?\n](?:\s|$)")
+
+
+def _sentence_hits(text: str) -> Iterator[SecretHit]:
+    for match in _CLAUSE_KEYWORD.finditer(text):
+        end_match = _SENTENCE_END.search(text, match.end())
+        stop = end_match.start() if end_match else len(text)
+        for word in re.finditer(r"\S+", text[match.end():stop]):
+            value = word.group().strip(_TRAILING + "\"'“‘«„(")
+            if len(value) >= 6 and _chosen(value) and _strong_password(value) and not is_placeholder(value):
+                start = match.end() + word.start() + word.group().find(value)
+                yield SecretHit("password", start, start + len(value))
+
+
+def _strong_password(value: str) -> bool:
+    """Letters, digits and a symbol, or letters and digits in mixed case: "copper_6667", "Xk9vTq22"."""
+    has_upper = any(ch.isupper() for ch in value)
+    has_lower = any(ch.islower() for ch in value)
+    symbols = any(not ch.isalnum() for ch in value)
+    digits = sum(ch.isdigit() for ch in value)
+    return digits >= 1 and (symbols or (has_upper and has_lower and digits >= 2))
 
 
 def _phrase_hits(text: str) -> Iterator[SecretHit]:
@@ -150,15 +227,20 @@ def _phrase_hits(text: str) -> Iterator[SecretHit]:
             value, start, end = read
             if not describes_rather_than_gives(value, text[end:end + 24]) and not is_placeholder(value):
                 yield SecretHit("password", start, end)
-    for pattern in (_USE_AS, _REVERSED):
-        for match in pattern.finditer(text):
-            value = match.group("value").strip(_TRAILING + "\"'“‘«„")
-            start = match.start("value")
-            if len(value) < 3 or describes_rather_than_gives(value, "") or is_placeholder(value):
-                continue
-            if pattern is _REVERSED and not (looks_like_password(value) or _is_quoted(text, start + 1)):
-                continue  # "That is my password" / "Sunday is the code": only chosen-looking values
-            yield SecretHit("password", start, start + len(match.group("value")))
+    for match in _USE_AS.finditer(text):
+        value = match.group("value").strip(_TRAILING + "\"'“‘«„")
+        if len(value) >= 3 and not describes_rather_than_gives(value, "") and not is_placeholder(value):
+            yield SecretHit("password", match.start("value"), match.end("value"))
+    for match in _REVERSED.finditer(text):
+        before = _WORD_BEFORE.search(text, max(0, match.start() - 80), match.start())
+        if before is None:
+            continue
+        value = before.group().strip(_TRAILING + "\"'“‘«„")
+        if len(value) < 3 or describes_rather_than_gives(value, "") or is_placeholder(value):
+            continue
+        if looks_like_password(value) or _is_quoted(text, before.start() + 1):
+            # Only chosen-looking values: "That is my password", "Sunday is the code" are prose.
+            yield SecretHit("password", before.start(), before.end())
 
 
 def _named_token_hits(text: str) -> Iterator[SecretHit]:
@@ -170,16 +252,26 @@ def _named_token_hits(text: str) -> Iterator[SecretHit]:
             yield SecretHit("credential", match.start("value"), match.start("value") + len(value))
 
 
-def find(text: str, lowered: str) -> Iterator[SecretHit]:
-    yield from _stated_hits(text)
-    yield from _phrase_hits(text)
-    yield from _named_token_hits(text)
-
-
-# Substrings of the lower-cased text without which no prose rule can match: a cheap gate.
-TRIGGERS = (
-    "pass", "pw", "pin", "code", "key", "secret", "token", "otp", "cvv", "cvc", "csc", "cred", "auth",
-    "session", "combination", "combo", "safe", "word", "wort", "mot de", "contrase", "senha", "parola",
-    "has", "sandi", "пароль", "密", "パスワード", "비밀번호", "sas", "connection", "salasana", "lösen",
-    "losen",
+# Substrings of the lower-cased text without which a family cannot match: cheap gates, since a
+# case-insensitive alternation costs far more per character than `in` on the lowered text.
+PASSWORD_CUES = (
+    "pass", "pwd", "pw", "wort", "mot de", "contrase", "senha", "wachtwoord", "parola", "hasło", "haslo",
+    "lösen", "losen", "salasana", "adgangskode", "пароль", "密码", "密碼", "パスワード", "비밀번호", "sandi",
+    "wi-fi key", "wifi key", "wlan key", "network key", "wpa",
 )
+CODE_CUES = ("pin", "code", "combination", "combo", "otp", "cvv", "cvc", "csc", "safeword", "safe word",
+             "answer", "secret word", "secret phrase", "key", "pattern")
+TOKEN_CUES = ("key", "secret", "token", "auth", "cred", "session", "sas", "connection", "recovery")
+TRIGGERS = PASSWORD_CUES + CODE_CUES + TOKEN_CUES
+
+
+def find(text: str, lowered: str) -> Iterator[SecretHit]:
+    password = any(cue in lowered for cue in PASSWORD_CUES)
+    if password or any(cue in lowered for cue in CODE_CUES):
+        yield from _stated_hits(text)
+        yield from _bare_hits(text)
+        yield from _phrase_hits(text)
+    if password:
+        yield from _sentence_hits(text)
+    if any(cue in lowered for cue in TOKEN_CUES):
+        yield from _named_token_hits(text)

@@ -22,7 +22,7 @@ PLACEHOLDER_WORDS = frozenset(
     required optional hidden masked env var""".split()
 )
 _TEMPLATE = re.compile(
-    r"""^(?:<[^<>]*>|\{\{?[^{}]*\}?\}|\$\{[^}]*\}|\$\(?[A-Za-z_][\w]*\)?|%\(?[\w]*\)?s|\[[^\]]*\]|%[A-Z_]+%|
+    r"""^(?:<[^<>]*>?|\{\{?[^{}]*\}?\}?|\$\{[^}]*\}?|\$\(?[A-Za-z_][\w]*\)?|%\(?[\w]*\)?s|\[[^\]]*\]|%[A-Z_]+%|
         (?:your|my|the|insert|enter|put|add|paste)[_\-.\s]?\w*|
         \w*[_\-](?:here|goes[_\-]here))$""",
     re.IGNORECASE | re.VERBOSE,

@@ -26,6 +26,7 @@ _SEED_CONTEXT = re.compile(
     r"(?i)\b(?:seed|recovery|mnemonic|backup|secret\s+recovery|wallet|restore|12[\s\-]word|24[\s\-]word)"
     r"(?:\s+(?:phrase|words?|sentence|mnemonic|key))?\b[^.\n]{0,24}?(?:is|are|was|:|=|-)\s*"
 )
+_SEED_CUES = ("seed", "recovery", "mnemonic", "backup", "wallet", "restore", "word")
 _HEX_KEY = re.compile(r"(?<![A-Za-z0-9])(?:0x)?[0-9a-fA-F]{64}(?![A-Za-z0-9])")
 _HEX_CONTEXT = re.compile(
     r"(?i)(?:private|priv|secret|signing|wallet|metamask|eth(?:ereum)?|solana|bitcoin|btc|import|seed|"
@@ -80,9 +81,14 @@ def _named_seed(text: str, lowered: str) -> Iterator[SecretHit]:
 
 
 def find(text: str, lowered: str) -> Iterator[SecretHit]:
-    if text.count(" ") + text.count("\n") + text.count(",") >= MIN_SEED_WORDS - 1:
-        yield from _seed_runs(text, lowered)
-        yield from _named_seed(text, lowered)
+    if text.count(" ") + text.count("\n") + text.count(",") >= 5:
+        words = bip39_words()
+        # Cheap count first: twelve wordlist words must at least be present somewhere.
+        present = sum(word in words for word in _WORD.findall(lowered))
+        if present >= MIN_SEED_WORDS:
+            yield from _seed_runs(text, lowered)
+        if present >= 5 and any(cue in lowered for cue in _SEED_CUES):
+            yield from _named_seed(text, lowered)
     if len(text) >= 51:
         for match in _HEX_KEY.finditer(text):
             window = text[max(0, match.start() - 60):match.start()]
