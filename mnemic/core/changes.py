@@ -8,7 +8,7 @@ a change never interleaves with a write batch of the pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -68,7 +68,7 @@ class RetainedRegistry:
 class RecordChanges:
     def __init__(self, *, store: ChromaStore, lexical: LexicalIndex, records: RecordWriter,
                  writer: BackgroundWriter, reader: RecordReader, retained: RetainedRegistry,
-                 max_text_chars: int) -> None:
+                 max_text_chars: int, refuse_secrets: Callable[..., None]) -> None:
         self._store = store
         self._lexical = lexical
         self._records = records
@@ -76,6 +76,8 @@ class RecordChanges:
         self._reader = reader
         self._retained = retained
         self._max_text_chars = max_text_chars
+        # Raises SecretRefusedError naming the field; runs before the first write of each change.
+        self._refuse_secrets = refuse_secrets
 
     def update(self, record_id: str, *, text: str | None, scope: str | None, categories: Sequence[str] | None,
                importance: float | None, private: bool | None, source: Any, metadata: dict[str, Any] | None,
@@ -103,6 +105,9 @@ class RecordChanges:
             changes["expires_at"] = utcnow() + timedelta(seconds=ttl) if ttl else None
         if not changes:
             raise ValueError("update() needs at least one field to change (text, scope, categories, ...)")
+        screened = {name: changes[name] for name in ("text", "scope", "categories", "source", "metadata")
+                    if name in changes}
+        self._refuse_secrets("this update()", **screened, actor=actor, reason=reason)
         with self._records.lock:
             before = self._reader.get(record_id)
             after = before.model_copy(update={**changes, "updated_at": utcnow(), "version": before.version + 1})
@@ -113,6 +118,7 @@ class RecordChanges:
 
     def invalidate(self, record_id: str, *, reason: str, actor: str, replaced_by: str | None) -> MemoryRecord:
         reason_text = check_text(reason, name="reason", max_chars=MAX_REASON_CHARS)
+        self._refuse_secrets("this invalidate()", reason=reason_text, actor=actor)
         with self._records.lock:
             before = self._reader.get(record_id)
             if replaced_by is not None:
@@ -126,6 +132,7 @@ class RecordChanges:
             return after
 
     def confirm(self, record_id: str, *, actor: str) -> MemoryRecord:
+        self._refuse_secrets("this confirm()", actor=actor)
         with self._records.lock:
             before = self._reader.get(record_id)
             if before.state == "invalid":
@@ -138,6 +145,7 @@ class RecordChanges:
             return after
 
     def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:
+        self._refuse_secrets("this delete()", actor=actor, reason=reason)
         with self._records.lock:
             self._records.remove(self._reader.get(record_id), actor=actor, reason=reason)
 

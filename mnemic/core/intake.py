@@ -16,7 +16,7 @@ from typing import Any
 
 from .policy import MemoryPolicy
 from .records import AUTHORS, KINDS, SOURCE_KINDS, UNCONFIRMED_SOURCE_KINDS, MemoryRecord, text_hash, utcnow
-from .safety import find_secrets, sensitive_category
+from .safety import SecretRefusedError, find_secrets, secret_fields, sensitive_category
 from .scopes import normalise_scope
 from .stats import WriteStats
 from .validation import (
@@ -41,6 +41,8 @@ PERSONAL_KINDS = frozenset({"fact", "note"})
 # application code or an operator is a deliberate act and stores the statement as written;
 # secrets are refused on every path.
 SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
+# Fields that hold ids: screened for credentials, not for merely random-looking strings.
+IDENTIFIER_FIELDS = frozenset({"session_id", "thread_id", "record_id", "note_key"})
 
 
 class Intake:
@@ -77,9 +79,13 @@ class Intake:
         kind: Any = "fact",
         created_at: datetime | None = None,
         topic: str | None = None,
+        actor: Any = None,
+        call: str = "remember()",
     ) -> list[MemoryRecord]:
         """Checked, screened records for `texts`; refused texts (secrets, excluded categories) are
-        left out and counted in `stats`."""
+        left out and counted in `stats`. A secret in any other field (metadata keys or values,
+        source, session id, categories, scope, actor) raises SecretRefusedError: those are set by
+        application code, and the error names the field to fix."""
         owner = self.owner(user_id)
         clean_texts = [check_text(t, max_chars=self.max_text_chars) for t in texts]
         scope_path = normalise_scope(scope)
@@ -94,6 +100,9 @@ class Intake:
             raise TypeError(f"private must be True or False, got {type(private).__name__}")
         origin = check_optional_str(source, name="source")
         extra = check_metadata(metadata)
+        self.refuse_secret_fields(
+            f"this {call}", scope=scope_path, categories=cats, session_id=session, source=origin,
+            metadata=extra, actor=actor)
         # An explicit ttl (0 = never) wins; otherwise the policy's applies.
         ttl = check_ttl(ttl_seconds) if ttl_seconds is not None else (policy.ttl_seconds or None)
         now = utcnow()
@@ -120,6 +129,15 @@ class Intake:
             expires_at=now + timedelta(seconds=ttl) if ttl else None, private=private, source=source,
             metadata=metadata,
         )
+
+    def refuse_secret_fields(self, what: str, /, **fields: Any) -> None:
+        """Raise SecretRefusedError (counted in `stats`, logged by field name only) when any of
+        `fields` holds a secret; checked before anything is written."""
+        found = secret_fields(fields, identifiers=IDENTIFIER_FIELDS)
+        if found:
+            self.stats.add_secrets([kind for kinds in found.values() for kind in kinds])
+            log.info("refused %s: a secret in %s", what, ", ".join(sorted(found)))
+            raise SecretRefusedError(found, what=what)
 
     def screen(self, text: str, *, kind: str, policy: MemoryPolicy, screen_sensitive: bool) -> bool:
         """False (and counted) for a secret, whatever the policy or the path; for a sensitive

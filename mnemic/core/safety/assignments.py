@@ -95,6 +95,11 @@ def _credential_value(value: str, after: str, strength: Strength, name: str) -> 
     return True
 
 
+def _kind_for(name: str) -> str:
+    """ "password" for what a person chooses (passwords, PINs, codes), "credential" otherwise."""
+    return "password" if _is_pin_like(name) else "credential"
+
+
 def _is_pin_like(name: str) -> bool:
     lower = name.lower()
     return any(word in lower for word in ("pass", "pw", "pin", "code", "otp", "cvv", "cvc", "combination", "combo"))
@@ -118,7 +123,7 @@ def _assignment_hits(text: str) -> Iterator[SecretHit]:
                 continue
             value, start, end = nested
         if _credential_value(value, text[end:end + 24], strength, name):
-            yield SecretHit("credential", start, end)
+            yield SecretHit(_kind_for(name), start, end)
 
 
 def _flag_hits(text: str) -> Iterator[SecretHit]:
@@ -129,7 +134,7 @@ def _flag_hits(text: str) -> Iterator[SecretHit]:
             continue
         read = _read_value(text, match.end())
         if read is not None and _credential_value(read[0], text[read[2]:read[2] + 24], strength, name):
-            yield SecretHit("credential", read[1], read[2])
+            yield SecretHit(_kind_for(name), read[1], read[2])
 
 
 def _markup_hits(text: str) -> Iterator[SecretHit]:
@@ -139,7 +144,7 @@ def _markup_hits(text: str) -> Iterator[SecretHit]:
             strength = name_strength(name)
             value = match.group("value")
             if strength is not Strength.NONE and _credential_value(value, "", strength, name):
-                yield SecretHit("credential", match.start("value"), match.end("value"))
+                yield SecretHit(_kind_for(name), match.start("value"), match.end("value"))
 
 
 def _url_hits(text: str) -> Iterator[SecretHit]:

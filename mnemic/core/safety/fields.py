@@ -8,7 +8,7 @@ Structured values are read the way a person reads them: `{"password": "hunter2"}
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from .detector import find_secrets
@@ -50,14 +50,22 @@ def _lines(value: Any, key: str | None = None) -> Iterator[str]:
         yield f"{key}: {text}"
 
 
-def secret_fields(fields: Mapping[str, Any]) -> dict[str, list[str]]:
+# Identifiers (a session id, a thread id) are often random strings by design: the context-free
+# randomness rule does not apply to them; every named and shaped rule does.
+_NOT_FOR_IDENTIFIERS = frozenset({"high_entropy_token"})
+
+
+def secret_fields(fields: Mapping[str, Any], *, identifiers: Collection[str] = ()) -> dict[str, list[str]]:
     """For each named field holding a secret, the kinds found. Empty when every field is clean.
-    Values may be strings, numbers, lists, or mappings (their keys are screened too)."""
+    Values may be strings, numbers, lists, or mappings (their keys are screened too). Fields named
+    in `identifiers` are ids, screened for every kind but a merely random-looking string."""
     found: dict[str, list[str]] = {}
     for name, value in fields.items():
         kinds = [hit.kind for line in _lines(value) for hit in find_secrets(line)]
+        if name in identifiers:
+            kinds = [kind for kind in kinds if kind not in _NOT_FOR_IDENTIFIERS]
         if kinds:
-            found[name] = kinds
+            found[name] = sorted(set(kinds))  # one secret shown twice ("k: v" and "v") counts once
     return found
 
 
