@@ -105,8 +105,9 @@ class RecordChanges:
             changes["expires_at"] = utcnow() + timedelta(seconds=ttl) if ttl else None
         if not changes:
             raise ValueError("update() needs at least one field to change (text, scope, categories, ...)")
-        screened = {name: changes[name] for name in ("text", "scope", "categories", "source", "metadata")
-                    if name in changes}
+        # The scope as given: normalising it drops the empty segment of a "scheme://" URL.
+        screened = {name: scope if name == "scope" else changes[name]
+                    for name in ("text", "scope", "categories", "source", "metadata") if name in changes}
         self._refuse_secrets("this update()", **screened, actor=actor, reason=reason)
         with self._records.lock:
             before = self._reader.get(record_id)

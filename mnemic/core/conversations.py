@@ -65,7 +65,7 @@ class Conversations:
         captured = normalise_messages(messages)
         # Fields given with the turn land on every fact distilled from it: screened now, before
         # anything is queued. The messages themselves are redacted when the turn is distilled.
-        self._intake.refuse_secret_fields("this observe()", session_id=session, scope=scope_path)
+        self._intake.refuse_secret_fields("this observe()", session_id=session, scope=scope)
         extra = self._without_secrets(check_metadata(metadata)) or None
         self._stats.bump("turns_observed")
         self._writer.submit(

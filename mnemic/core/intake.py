@@ -100,9 +100,10 @@ class Intake:
             raise TypeError(f"private must be True or False, got {type(private).__name__}")
         origin = check_optional_str(source, name="source")
         extra = check_metadata(metadata)
+        # The scope as given: normalising drops the empty segment of a "scheme://" URL in it.
         self.refuse_secret_fields(
-            f"this {call}", scope=scope_path, categories=cats, session_id=session, source=origin,
-            metadata=extra, actor=actor)
+            f"this {call}", scope=scope if isinstance(scope, str) else scope_path, categories=cats,
+            session_id=session, source=origin, metadata=extra, actor=actor)
         # An explicit ttl (0 = never) wins; otherwise the policy's applies.
         ttl = check_ttl(ttl_seconds) if ttl_seconds is not None else (policy.ttl_seconds or None)
         now = utcnow()

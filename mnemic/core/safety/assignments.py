@@ -116,6 +116,9 @@ def _assignment_hits(text: str) -> Iterator[SecretHit]:
         if read is None:
             continue
         value, start, end = read
+        if match.group("op") == "=" and start > match.end("op") and value.isalpha() and value.islower() \
+                and text[end:end + 1] == " ":
+            continue  # "Set OPENAI_API_KEY= before running": a sentence goes on, no value was given
         if value.lower() in _SCHEMES_IN_VALUE or value.split(" ")[0].lower() in _SCHEMES_IN_VALUE:
             scheme_end = text.find(" ", start)
             nested = _read_value(text, scheme_end + 1) if scheme_end != -1 and scheme_end < end + 2 else None

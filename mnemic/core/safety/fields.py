@@ -58,11 +58,11 @@ _NOT_FOR_IDENTIFIERS = frozenset({"high_entropy_token"})
 def secret_fields(fields: Mapping[str, Any], *, identifiers: Collection[str] = ()) -> dict[str, list[str]]:
     """For each named field holding a secret, the kinds found. Empty when every field is clean.
     Values may be strings, numbers, lists, or mappings (their keys are screened too). Fields named
-    in `identifiers` are ids, screened for every kind but a merely random-looking string."""
+    in `identifiers` are ids: one random-looking word is an id, not a secret (a sentence is no id)."""
     found: dict[str, list[str]] = {}
     for name, value in fields.items():
         kinds = [hit.kind for line in _lines(value) for hit in find_secrets(line)]
-        if name in identifiers:
+        if name in identifiers and isinstance(value, str) and len(value.split()) == 1:
             kinds = [kind for kind in kinds if kind not in _NOT_FOR_IDENTIFIERS]
         if kinds:
             found[name] = sorted(set(kinds))  # one secret shown twice ("k: v" and "v") counts once
