@@ -42,6 +42,9 @@ _TOOL_PASSWORD = re.compile(
     r"htpasswd\s+-b\S*\s+\S+\s+\S+|smbclient|rdesktop|xfreerdp|ftp)\b[^\n]{0,80}?\s"
     r"(?:-p\s?|-a\s|--pass(?:word)?[= ]|/p:)(?P<value>\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"
 )
+# `echo 'pw' | sudo -S ...`: a password piped into a prompt.
+_PIPED_PASSWORD = re.compile(
+    r"\becho\s+(?P<q>[\"']?)(?P<value>[^\s\"']{3,})(?P=q)\s*\|\s*(?:sudo\s+-S|passwd|chpasswd)")
 _SCHEMES_IN_VALUE = frozenset({"bearer", "basic", "token", "bot", "apikey", "api-key", "ssws", "oauth", "jwt",
                                "key", "sso-key", "digest"})
 _URL_PLACEHOLDERS = frozenset({"password", "pass", "passwd", "pwd", "pw", "secret", "pass123", "p", "x"})
@@ -165,6 +168,9 @@ def _url_hits(text: str) -> Iterator[SecretHit]:
 
 
 def _tool_hits(text: str) -> Iterator[SecretHit]:
+    for match in _PIPED_PASSWORD.finditer(text):
+        if not is_placeholder(match.group("value")):
+            yield SecretHit("password", match.start("value"), match.end("value"))
     for match in _TOOL_PASSWORD.finditer(text):
         value = match.group("value").strip("\"'")
         if len(value) >= 3 and not is_placeholder(value):

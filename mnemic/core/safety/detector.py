@@ -12,6 +12,7 @@ from . import assignments, entropy, identity, prose, vendors, wallets
 from .hits import SecretHit, merge
 
 REDACTED = "[redacted secret]"
+_WITHOUT_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def find_secrets(text: str) -> list[SecretHit]:
@@ -20,15 +21,14 @@ def find_secrets(text: str) -> list[SecretHit]:
         return []
     hits: list[SecretHit] = []
     lowered = text.lower()
-    longest = max((len(word) for word in text.split()), default=0)
+    longest = max(map(len, text.split()), default=0)
     hits.extend(vendors.find(text, lowered, longest))
     hits.extend(assignments.find(text))
-    if any(trigger in lowered for trigger in prose.TRIGGERS):
-        hits.extend(prose.find(text, lowered))
-    digits = sum(ch.isdigit() for ch in text)
+    hits.extend(prose.find(text, lowered))
+    digits = len(text) - len(text.translate(_WITHOUT_DIGITS))
     if digits >= 4:
         hits.extend(identity.find(text, lowered, digits))
-    hits.extend(wallets.find(text, lowered))
+    hits.extend(wallets.find(text, lowered, longest))
     if longest >= entropy.MIN_LENGTH:
         hits.extend(entropy.find(text))
     return merge(hits)

@@ -28,7 +28,7 @@ _STRONG = (
     r"activation)\s+(?:key|code)|"
     r"(?:door|gate|alarm|garage|lock|safe|entry|access|building|keypad|security|verification|confirmation|"
     r"one[\s\-]?time|2fa|mfa|otp|sms|login|unlock|backup|recovery|vault|locker|padlock|house|front\s+door|"
-    r"lockbox|key\s?box|apartment|suite|elevator)\s+(?:code|pin|combination|combo)|"
+    r"lockbox|key\s?box|apartment|suite|elevator)(?:\s+[a-z]+)?\s+(?:code|pin|combination|combo)s?|"
     r"otp|totp|cvv2?|cvc2?|csc|security\s+answer|secret\s+(?:answer|word|phrase)|safe\s?word|unlock\s+pattern"
 )
 # Keywords that name many things: their value must look like a credential.
@@ -38,9 +38,10 @@ _FOR = (r"(?:\s+(?:for|to|on|of|at|from|in|do|da|de|del|du|des|für|zum|zur|pour
         r"(?:my\s+|the\s+|our\s+|your\s+|his\s+|her\s+|their\s+)?"
         r"[\w.@&'’\- ]{1,32}?)?")
 _CONNECT = (
-    r"\s*(?:(?:is|was|are|be|'s|’s|=|:(?!//)|：|-|–|—|->|→|=>|es|ist|est|é|è|era|lautet|是|为|は|는|은|:)\s*"
-    r"(?:now|still|just|actually|currently|set\s+to|"
-    r"changed\s+to|updated\s+to|simply|literally)?\s*(?:[:\-]\s*)?|"
+    r"\s*(?:(?:(?<![A-Za-z])(?:is|was|are|be|es|ist|est|é|è|era|lautet)(?![A-Za-z])|'s|’s|=|:(?!//)|：|-|–|—|->|→|=>|"
+    r"是|为|は|는|은)\s*"
+    r"(?:(?:now|still|just|actually|currently|set\s+to|changed\s+to|updated\s+to|simply|literally)(?![A-Za-z]))?"
+    r"\s*(?:[:\-]\s*)?|"
     r"\s+(?:is|was|has\s+been|will\s+be|got)\s+(?:changed|set|updated|reset)\s+to\s+)"
 )
 # A credential named before a possessive or a qualifier: "my gmail password is", "the pin for".
@@ -80,7 +81,17 @@ _NAMED_TOKEN = re.compile(
     r"consumer[\s_\-]?(?:secret|key))"
     rf"s?(?![\w\-]){_FOR}"
     r"(?:\s*(?:is|was|are|=|:|：|->|→|'s|’s|-)\s*(?:now\s+|still\s+)?|\s+(?=\S{16}))"
-    r"[\"'`“]?(?P<value>[A-Za-z0-9_\-./+=~:%@!#$*&^]{8,})"
+    r"[\"'`“]?(?P<value>[A-Za-z0-9_\-./+=~:%@!#$*&^;]{8,})"
+)
+# "Login for staging: admin / S3cure!Pass", "creds: svc-report, Xk9!..."
+_LOGIN_PAIR = re.compile(
+    r"(?i)\b(?:login|log-in|sign[\s\-]?in|credentials?|creds|account)\b[^.\n]{0,40}?[:=]\s*"
+    r"(?P<user>[\w.@+\-]{2,60})\s*(?:/|\||,|:)\s*(?P<value>[^\s,;\"'{}]{4,})"
+)
+# "the server room door opens with 9021"
+_OPENS_WITH = re.compile(
+    r"(?i)\b(?:door|gate|lock|safe|locker|padlock|garage|lockbox|keypad|alarm)\b[^.\n]{0,40}?"
+    r"\b(?:opens?|unlocks?|disarms?)\s+with\s+(?:the\s+)?(?:code\s+|pin\s+)?(?P<value>\d{3,10}#?)(?!\d)"
 )
 _USER_PASS_PAIR = re.compile(r"^[^\s:/]{2,40}[:/][^\s:/]{3,}$")
 _TRAILING = ".,;:!?)]}\"'`”’»"
@@ -143,8 +154,10 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
             continue
         connector = text[match.start("kw") + len(keyword):match.end()].strip().lower()
         weak = re.fullmatch(_WEAK, keyword) is not None
-        if keyword.endswith("s") and connector.startswith("are") and not weak:
-            continue  # "PIN codes are four digits": about PINs in general
+        possessive = re.search(r"(?i)\b(?:my|our|his|her|their)\s+(?:\S+\s+){0,2}$",
+                               text[max(0, match.start() - 30):match.start()])
+        if keyword.endswith("s") and connector.startswith("are") and not weak and not possessive:
+            continue  # "PIN codes are four digits": about PINs in general; "my backup codes are" is not
         if weak and _NOT_SECRET_BEFORE.search(text, max(0, match.start() - 20), match.start()):
             continue  # "the primary key is user_id", "the bus pass is ..."
         if weak and not _is_quoted(text, start):
@@ -243,6 +256,16 @@ def _phrase_hits(text: str) -> Iterator[SecretHit]:
             yield SecretHit("password", before.start(), before.end())
 
 
+def _pair_hits(text: str) -> Iterator[SecretHit]:
+    for match in _LOGIN_PAIR.finditer(text):
+        value = match.group("value").rstrip(_TRAILING)
+        chosen = _chosen(value) or (looks_like_password(value) and any(not ch.isalnum() and ch != "_" for ch in value))
+        if not is_placeholder(value) and chosen and not describes_rather_than_gives(value, ""):
+            yield SecretHit("password", match.start("value"), match.start("value") + len(value))
+    for match in _OPENS_WITH.finditer(text):
+        yield SecretHit("password", match.start("value"), match.end("value"))
+
+
 def _named_token_hits(text: str) -> Iterator[SecretHit]:
     for match in _NAMED_TOKEN.finditer(text):
         value = match.group("value").rstrip(_TRAILING)
@@ -261,8 +284,9 @@ PASSWORD_CUES = (
 )
 CODE_CUES = ("pin", "code", "combination", "combo", "otp", "cvv", "cvc", "csc", "safeword", "safe word",
              "answer", "secret word", "secret phrase", "key", "pattern")
+PAIR_CUES = ("login", "log-in", "sign-in", "sign in", "signin", "cred", "account", "opens with", "unlocks with",
+             "disarms with", "open with")
 TOKEN_CUES = ("key", "secret", "token", "auth", "cred", "session", "sas", "connection", "recovery")
-TRIGGERS = PASSWORD_CUES + CODE_CUES + TOKEN_CUES
 
 
 def find(text: str, lowered: str) -> Iterator[SecretHit]:
@@ -271,6 +295,8 @@ def find(text: str, lowered: str) -> Iterator[SecretHit]:
         yield from _stated_hits(text)
         yield from _bare_hits(text)
         yield from _phrase_hits(text)
+    if any(cue in lowered for cue in PAIR_CUES):
+        yield from _pair_hits(text)
     if password:
         yield from _sentence_hits(text)
     if any(cue in lowered for cue in TOKEN_CUES):

@@ -23,8 +23,10 @@ PLACEHOLDER_WORDS = frozenset(
 )
 _TEMPLATE = re.compile(
     r"""^(?:<[^<>]*>?|\{\{?[^{}]*\}?\}?|\$\{[^}]*\}?|\$\(?[A-Za-z_][\w]*\)?|%\(?[\w]*\)?s|\[[^\]]*\]|%[A-Z_]+%|
-        (?:your|my|the|insert|enter|put|add|paste)[_\-.\s]?\w*|
-        \w*[_\-](?:here|goes[_\-]here))$""",
+        (?:your|insert|enter|put|add|paste|replace)[_\-.\s]?(?:[a-z]+[_\-.\s]?)?
+        (?:api[_\-.\s]?)?(?:key|token|secret|password|pass|pwd|passphrase|value|id|name|user|username|
+        db|database|host|pin|code|credentials?)(?:[_\-.\s]?here)?|
+        [\w\-]*[_\-](?:here|goes[_\-]here))$""",
     re.IGNORECASE | re.VERBOSE,
 )
 _FILLER = re.compile(r"^(?:[A-Za-z0-9]{1,12}[_\-.]){0,3}(?:x+|X+|\*+|•+|\.+|…+|#+|-+|_+)(?:\.\.\.|…)?$")
@@ -69,8 +71,11 @@ def is_placeholder(value: str) -> bool:
     if not bare:
         return True
     lower = bare.lower()
-    if lower in PLACEHOLDER_WORDS or "example" in lower or "redacted" in lower:
+    if lower in PLACEHOLDER_WORDS or "redacted" in lower:
         return True
+    if "example" in lower and (len(lower) >= 16 or (lower.strip("_-.").startswith("example") and
+                                                     not any(ch.isdigit() for ch in lower))):
+        return True  # AKIAIOSFODNN7EXAMPLE, example_password; "example123" is a chosen password
     if lower.endswith(("...", "…")) and len(bare.rstrip(".…")) <= 12:
         return True  # "sk-...", "ghp_…": a prefix shown to say which kind, not the key
     if _TEMPLATE.match(bare) or _FILLER.match(bare) or _REFERENCE.match(bare):

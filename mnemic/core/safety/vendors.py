@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from .hits import SecretHit
+from .values import is_placeholder
 
 _B = r"(?<![A-Za-z0-9_\-])"  # a token starts here: not in the middle of a longer word
 _E = r"(?![A-Za-z0-9_\-])"   # and ends here
@@ -142,4 +143,5 @@ def find(text: str, lowered: str, longest_word: int) -> Iterator[SecretHit]:
     for kind, needles, pattern in _COMPILED:
         if any(needle in lowered for needle in needles):
             for match in pattern.finditer(text):
-                yield SecretHit(kind, match.start(), match.end())
+                if not is_placeholder(match.group()):  # "sk_test_xxxxxxxx" shows the shape, holds no key
+                    yield SecretHit(kind, match.start(), match.end())

@@ -26,6 +26,7 @@ _SEED_CONTEXT = re.compile(
     r"(?i)\b(?:seed|recovery|mnemonic|backup|secret\s+recovery|wallet|restore|12[\s\-]word|24[\s\-]word)"
     r"(?:\s+(?:phrase|words?|sentence|mnemonic|key))?\b[^.\n]{0,24}?(?:is|are|was|:|=|-)\s*"
 )
+_PUNCTUATION_TO_SPACE = str.maketrans({ch: " " for ch in ",.;:!?()[]{}\"'`|/#-0123456789"})
 _SEED_CUES = ("seed", "recovery", "mnemonic", "backup", "wallet", "restore", "word")
 _HEX_KEY = re.compile(r"(?<![A-Za-z0-9])(?:0x)?[0-9a-fA-F]{64}(?![A-Za-z0-9])")
 _HEX_CONTEXT = re.compile(
@@ -80,16 +81,17 @@ def _named_seed(text: str, lowered: str) -> Iterator[SecretHit]:
             yield SecretHit("seed_phrase", match.end(), match.end() + len(clause))
 
 
-def find(text: str, lowered: str) -> Iterator[SecretHit]:
-    if text.count(" ") + text.count("\n") + text.count(",") >= 5:
+def find(text: str, lowered: str, longest_word: int) -> Iterator[SecretHit]:
+    cue = any(cue in lowered for cue in _SEED_CUES)
+    if text.count(" ") + text.count("\n") + text.count(",") >= (5 if cue else MIN_SEED_WORDS - 1):
         words = bip39_words()
-        # Cheap count first: twelve wordlist words must at least be present somewhere.
-        present = sum(word in words for word in _WORD.findall(lowered))
+        # Cheap count first (all in C): twelve wordlist words must at least be present somewhere.
+        present = sum(map(words.__contains__, lowered.translate(_PUNCTUATION_TO_SPACE).split()))
         if present >= MIN_SEED_WORDS:
             yield from _seed_runs(text, lowered)
-        if present >= 5 and any(cue in lowered for cue in _SEED_CUES):
+        if present >= 5 and cue:
             yield from _named_seed(text, lowered)
-    if len(text) >= 51:
+    if longest_word >= 51:
         for match in _HEX_KEY.finditer(text):
             window = text[max(0, match.start() - 60):match.start()]
             if _HEX_CONTEXT.search(window):
