@@ -43,11 +43,13 @@ def _random_looking(token: str) -> bool:
 
 _PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-ssh-\S+|sk-ecdsa-\S+)\s+$")
 _PUBLIC_PREFIXES = ("pk_live_", "pk_test_", "pk.eyJ")
+_FINGERPRINTS = ("SHA256:", "SHA1:", "SHA512:", "MD5:")  # key fingerprints identify, they do not unlock
 
 
 def _public(text: str, start: int, word: str) -> bool:
     """Public halves: an OpenSSH public key after its type, a publishable key, a Bitcoin address."""
-    if word.startswith(_PUBLIC_PREFIXES) or _PUBLIC_KEY_TYPE.search(text, max(0, start - 40), start):
+    if word.startswith(_PUBLIC_PREFIXES) or word.upper().startswith(_FINGERPRINTS) \
+            or _PUBLIC_KEY_TYPE.search(text, max(0, start - 40), start):
         return True
     return word[:1] in "13" and 26 <= len(word) <= 35 and base58check_valid(word)
 

@@ -223,12 +223,21 @@ def _sentence_hits(text: str) -> Iterator[SecretHit]:
 
 
 def _strong_password(value: str) -> bool:
-    """Letters, digits and a symbol, or letters and digits in mixed case: "copper_6667", "Xk9vTq22"."""
+    """A symbol with letters and digits ("copper_6667"), or digits between letters ("Kittens4ever"),
+    or mixed case and digits that is not a name with a number ("Xk9vTq22", not "iPhone15")."""
+    if not any(ch.isdigit() for ch in value) or not any(ch.isalpha() for ch in value):
+        return False
+    if any(not ch.isalnum() for ch in value):
+        return True
+    if _DIGIT_INSIDE.search(value):
+        return True
     has_upper = any(ch.isupper() for ch in value)
     has_lower = any(ch.islower() for ch in value)
-    symbols = any(not ch.isalnum() for ch in value)
-    digits = sum(ch.isdigit() for ch in value)
-    return digits >= 1 and (symbols or (has_upper and has_lower and digits >= 2))
+    return has_upper and has_lower and not _NAME_WITH_NUMBER.fullmatch(value)
+
+
+_DIGIT_INSIDE = re.compile(r"[A-Za-z]{2,}\d+[A-Za-z]{2,}")
+_NAME_WITH_NUMBER = re.compile(r"[a-z]?[A-Z]?[a-z]+\d+|[A-Z]+\d+[a-z]?|\d+[A-Z]?[a-z]+")
 
 
 def _phrase_hits(text: str) -> Iterator[SecretHit]:

@@ -84,7 +84,7 @@ RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("slack_token", ('xox', 'xapp-'), r"xox[abposre]-(?:\d+-)?[A-Za-z0-9\-]{10,}"),
     ("slack_token", ('xox', 'xapp-'), r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+"),
     ("slack_webhook", ('hooks.slack.com',), r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{20,}"),
-    ("discord_webhook", ('/webhooks/',), r"(?:discord(?:app)?\.com|discord\.gg)/api(?:/v\d+)?/webhooks/\d{5,}/[A-Za-z0-9_\-]{20,}"),
+    ("discord_webhook", ('/webhooks/',), r"(?:discord(?:app)?\.com|discord\.gg)/api(?:/v\d+)?/webhooks/\d{5,}/[A-Za-z0-9_\-]{6,}"),
     ("teams_webhook", ('webhook.office.com',), r"[A-Za-z0-9\-]+\.webhook\.office\.com/webhook[b2]*/[A-Za-z0-9@\-/]{40,}"),
     ("zapier_webhook", ('hooks.zapier.com',), r"hooks\.zapier\.com/hooks/catch/\d+/[A-Za-z0-9]+"),
     ("ifttt_key", ('maker.ifttt.com',), r"maker\.ifttt\.com/(?:trigger/[^/\s]+/with/)?key/[A-Za-z0-9_\-]{16,}"),
