@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from .hits import SecretHit
 from .names import Strength, name_strength
-from .values import describes_rather_than_gives, is_placeholder, looks_like_password, looks_like_token
+from .values import QUOTES, describes_rather_than_gives, is_placeholder, looks_like_password, looks_like_token
 
 # A name, an optional closing quote/bracket, then the operator. The name may be two words
 # ("Secret Key: ...", "wifi password = ...").
@@ -42,16 +42,21 @@ _TOOL_PASSWORD = re.compile(
     r"htpasswd\s+-b\S*\s+\S+\s+\S+|smbclient|rdesktop|xfreerdp|ftp)\b[^\n]{0,80}?\s"
     r"(?:-p\s?|-a\s|--pass(?:word)?[= ]|/p:)(?P<value>\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"
 )
+# `auth=("user", "pw")` in Python HTTP clients.
+_AUTH_TUPLE = re.compile(r"\bauth\s*=\s*\(\s*[\"'][^\"'\n]+[\"']\s*,\s*[\"'](?P<value>[^\"'\n]{3,})[\"']\s*\)")
+# `aws configure set aws_secret_access_key X`, `git config --global x.token X`, `npm config set k X`
+_CONFIG_SET = re.compile(
+    r"\b(?:configure\s+set|config\s+set|config\s+--(?:global|local|system))\s+(?P<name>[\w.:/\-]+)\s+(?=\S)")
 # `echo 'pw' | sudo -S ...`: a password piped into a prompt.
 _PIPED_PASSWORD = re.compile(
     r"\becho\s+(?P<q>[\"']?)(?P<value>[^\s\"']{3,})(?P=q)\s*\|\s*(?:sudo\s+-S|passwd|chpasswd)")
 _SCHEMES_IN_VALUE = frozenset({"bearer", "basic", "token", "bot", "apikey", "api-key", "ssws", "oauth", "jwt",
                                "key", "sso-key", "digest"})
 _URL_PLACEHOLDERS = frozenset({"password", "pass", "passwd", "pwd", "pw", "secret", "pass123", "p", "x"})
+_PAIR_TAIL = re.compile(r"[ \t]*[/|][ \t]*[^\s,;]+")
 _VALUE_END = ",;)]}>"
-_CODE_REFERENCE = re.compile(r"^(?:[A-Za-z_][\w]*\(|[a-z_]\w*\.[a-z_][\w.]*$|[A-Z][A-Z0-9]*_[A-Z0-9_]+$)")
+_CODE_REFERENCE = re.compile(r"^(?:[A-Za-z_][\w.]*\(|[a-z_]\w*\.[a-z_][\w.]*$|[A-Z][A-Z0-9]*_[A-Z0-9_]+$)")
 _PATH = re.compile(r"^(?:/|\./|\.\./|~/|[A-Za-z]:\\|\\\\)")
-_QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»", "„": "“", "「": "」"}
 
 
 def _read_value(text: str, start: int) -> tuple[str, int, int] | None:
@@ -62,7 +67,7 @@ def _read_value(text: str, start: int) -> tuple[str, int, int] | None:
     if start >= len(text):
         return None
     opening = text[start]
-    closing = _QUOTES.get(opening)
+    closing = QUOTES.get(opening)
     if closing is not None:
         end = text.find(closing, start + 1)
         newline = text.find("\n", start + 1)
@@ -128,6 +133,9 @@ def _assignment_hits(text: str) -> Iterator[SecretHit]:
             if nested is None:
                 continue
             value, start, end = nested
+        pair = _PAIR_TAIL.match(text, end)
+        if pair is not None:
+            end = pair.end()  # "creds: postgres / Pr0d-Db-2024": the pair is the credential
         if _credential_value(value, text[end:end + 24], strength, name):
             yield SecretHit(_kind_for(name), start, end)
 
@@ -167,6 +175,19 @@ def _url_hits(text: str) -> Iterator[SecretHit]:
             yield SecretHit("credential", match.start("password"), match.end("password"))
 
 
+def _code_hits(text: str) -> Iterator[SecretHit]:
+    for match in _AUTH_TUPLE.finditer(text):
+        if not is_placeholder(match.group("value")):
+            yield SecretHit("password", match.start("value"), match.end("value"))
+    for match in _CONFIG_SET.finditer(text):
+        name = match.group("name")
+        strength = name_strength(name)
+        read = _read_value(text, match.end())
+        if strength is not Strength.NONE and read is not None \
+                and _credential_value(read[0], text[read[2]:read[2] + 24], strength, name):
+            yield SecretHit(_kind_for(name), read[1], read[2])
+
+
 def _tool_hits(text: str) -> Iterator[SecretHit]:
     for match in _PIPED_PASSWORD.finditer(text):
         if not is_placeholder(match.group("value")):
@@ -197,6 +218,8 @@ def find(text: str) -> Iterator[SecretHit]:
         yield from _tool_hits(text)
     if "<" in text:
         yield from _markup_hits(text)
+    if "auth" in text or "config" in text:
+        yield from _code_hits(text)
     if ("://" in text and "@" in text) or ("-u" in text and ":" in text):
         yield from _url_hits(text)
     lowered = text.lower()

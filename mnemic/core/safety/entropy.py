@@ -41,7 +41,9 @@ def _random_looking(token: str) -> bool:
     return not is_placeholder(core)
 
 
-_PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-ssh-\S+|sk-ecdsa-\S+)\s+$")
+_PUBLIC_KEY_TYPE = re.compile(
+    r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-ssh-\S+|sk-ecdsa-\S+|"
+    r"(?i:pub(?:lic)?[_\- ]?key|publishable[_\- ]?key|public[_\- ]?cert(?:ificate)?)[\"']?\s*[:=]\s*[\"']?)\s*$")
 _PUBLIC_PREFIXES = ("pk_live_", "pk_test_", "pk.eyJ")
 _FINGERPRINTS = ("SHA256:", "SHA1:", "SHA512:", "MD5:")  # key fingerprints identify, they do not unlock
 

@@ -16,15 +16,15 @@ import re
 from collections.abc import Iterator
 
 from .hits import SecretHit
-from .values import describes_rather_than_gives, is_placeholder, looks_like_password, looks_like_token
+from .values import QUOTES, describes_rather_than_gives, is_placeholder, looks_like_password, looks_like_token
 
 # Keywords whose value is a credential at any length.
 _STRONG = (
     r"pass\s?words?|passwd|pwd|pw|pass\s?phrase|pass\s?code|passwort|kennwort|mot\s+de\s+passe|"
     r"contrase(?:ñ|n)a|senha|wachtwoord|parola(?:\s+d'ordine)?|has(?:ł|l)o|l(?:ö|o)senord|salasana|"
-    r"adgangskode|пароль|密码|密碼|パスワード|비밀번호|kata\s+sandi|"
+    r"adgangskode|пароль|密码|密碼|パスワード|비밀번호|비번|암호|kata\s+sandi|"
     r"pin(?:\s?(?:code|number|no\.?|#))?|"
-    r"(?:wi-?fi|wlan|wpa2?|network|router|hotspot|bitlocker|recovery|encryption|master|product|license|licence|"
+    r"(?:wi[\-‐‑‒–]?fi|wlan|wpa2?|network|router|hotspot|bitlocker|recovery|encryption|master|product|license|licence|"
     r"activation)\s+(?:key|code)|"
     r"(?:door|gate|alarm|garage|lock|safe|entry|access|building|keypad|security|verification|confirmation|"
     r"one[\s\-]?time|2fa|mfa|otp|sms|login|unlock|backup|recovery|vault|locker|padlock|house|front\s+door|"
@@ -79,7 +79,7 @@ _NAMED_TOKEN = re.compile(
     r"recovery[\s_\-]?(?:code|key)s?|token|credentials?|creds|sas[\s_\-]?token|connection[\s_\-]?string|"
     r"account[\s_\-]?key|storage[\s_\-]?key|master[\s_\-]?key|deploy[\s_\-]?key|app[\s_\-]?secret|"
     r"consumer[\s_\-]?(?:secret|key))"
-    rf"s?(?![\w\-]){_FOR}"
+    rf"s?(?![\w\-]){_FOR}(?:\s*\([^()\n]{{0,40}}\))?"
     r"(?:\s*(?:is|was|are|=|:|：|->|→|'s|’s|-)\s*(?:now\s+|still\s+)?|\s+(?=\S{16}))"
     r"[\"'`“]?(?P<value>[A-Za-z0-9_\-./+=~:%@!#$*&^;]{8,})"
 )
@@ -102,7 +102,7 @@ def _value_at(text: str, start: int) -> tuple[str, int, int] | None:
     if start >= len(text):
         return None
     opening = text[start]
-    closing = {"\"": "\"", "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»", "„": "“", "「": "」"}.get(opening)
+    closing = QUOTES.get(opening)
     if closing is not None:
         end = text.find(closing, start + 1)
         if end != -1 and end - start <= 200:
@@ -288,8 +288,8 @@ def _named_token_hits(text: str) -> Iterator[SecretHit]:
 # case-insensitive alternation costs far more per character than `in` on the lowered text.
 PASSWORD_CUES = (
     "pass", "pwd", "pw", "wort", "mot de", "contrase", "senha", "wachtwoord", "parola", "hasło", "haslo",
-    "lösen", "losen", "salasana", "adgangskode", "пароль", "密码", "密碼", "パスワード", "비밀번호", "sandi",
-    "wi-fi key", "wifi key", "wlan key", "network key", "wpa",
+    "lösen", "losen", "salasana", "adgangskode", "пароль", "密码", "密碼", "パスワード", "비밀번호", "비번", "암호",
+    "sandi", "fi key", "fi code", "wlan key", "network key", "wpa",
 )
 CODE_CUES = ("pin", "code", "combination", "combo", "otp", "cvv", "cvc", "csc", "safeword", "safe word",
              "answer", "secret word", "secret phrase", "key", "pattern")

@@ -11,6 +11,9 @@ import re
 from collections import Counter
 from itertools import pairwise
 
+# Opening quote -> closing quote, in the scripts people type: a quoted value is read whole.
+QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»", "„": "“", "「": "」"}
+
 # Documented defaults and template markers: an example of where a secret goes, not a secret.
 # "changeme" is one: it is what a template ships with, and refusing it would refuse every
 # setup guide; a user's real password that happens to be "changeme" is the rare loss.
@@ -31,7 +34,7 @@ _TEMPLATE = re.compile(
 )
 _FILLER = re.compile(r"^(?:[A-Za-z0-9]{1,12}[_\-.]){0,3}(?:x+|X+|\*+|•+|\.+|…+|#+|-+|_+)(?:\.\.\.|…)?$")
 _REFERENCE = re.compile(
-    r"^(?:os\.(?:environ|getenv)|process\.env|env\(|getenv|System\.getenv|ENV\[|vault:|secretsmanager|ssm:|"
+    r"^(?:[A-Za-z_][\w.]*\(|os\.(?:environ|getenv)|process\.env|env\(|getenv|System\.getenv|ENV\[|vault:|secretsmanager|ssm:|"
     r"arn:aws|file:|@Value|settings\.|config\.|secrets\.)",
     re.IGNORECASE,
 )
@@ -136,6 +139,7 @@ def shannon_entropy(value: str) -> float:
 __all__ = [
     "NOT_A_VALUE",
     "PLACEHOLDER_WORDS",
+    "QUOTES",
     "describes_rather_than_gives",
     "is_placeholder",
     "looks_like_password",

@@ -11,6 +11,7 @@ seed or recovery phrase is refused too.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -23,11 +24,12 @@ MIN_SEED_WORDS = 12
 _WORD = re.compile(r"[a-z]+")
 _GAP = re.compile(r"[\s,;.\-–|/()\[\]#:\d]{1,8}")  # "1. abandon 2. ability", "abandon, ability", newlines
 _SEED_CONTEXT = re.compile(
-    r"(?i)\b(?:seed|recovery|mnemonic|backup|secret\s+recovery|wallet|restore|12[\s\-]word|24[\s\-]word)"
-    r"(?:\s+(?:phrase|words?|sentence|mnemonic|key))?\b[^.\n]{0,24}?(?:is|are|was|:|=|-)\s*"
+    r"(?i)\b(?:(?:seed|recovery|mnemonic|backup|secret\s+recovery|wallet|restore)"
+    r"(?:\s+(?:phrase|words?|sentence|mnemonic|key))?|mnemonic|seed)\b[^.\n]{0,24}?"
+    r"(?:\bis\b|\bare\b|\bwas\b|:|=|-)\s*"
 )
 _PUNCTUATION_TO_SPACE = str.maketrans({ch: " " for ch in ",.;:!?()[]{}\"'`|/#-0123456789"})
-_SEED_CUES = ("seed", "recovery", "mnemonic", "backup", "wallet", "restore", "word")
+_SEED_CUES = ("seed", "recovery", "mnemonic", "backup", "wallet", "restore", "metamask", "ledger", "trezor", "phrase")
 _HEX_KEY = re.compile(r"(?<![A-Za-z0-9])(?:0x)?[0-9a-fA-F]{64}(?![A-Za-z0-9])")
 _HEX_CONTEXT = re.compile(
     r"(?i)(?:private|priv|secret|signing|wallet|metamask|eth(?:ereum)?|solana|bitcoin|btc|import|seed|"
@@ -37,37 +39,72 @@ _WIF = re.compile(r"(?<![A-Za-z0-9])[5KLc9][1-9A-HJ-NP-Za-km-z]{50,51}(?![A-Za-z
 
 
 @cache
-def bip39_words() -> frozenset[str]:
+@cache
+def _wordlist() -> tuple[str, ...]:
     text = resources.files(__package__).joinpath("bip39_english.txt").read_text(encoding="utf-8")
-    words = frozenset(text.split())
+    words = tuple(text.split())
     if len(words) != 2048:
         raise RuntimeError("the BIP-39 wordlist shipped with mnemic is damaged: reinstall mnemic")
     return words
 
 
-def _seed_runs(text: str, lowered: str) -> Iterator[SecretHit]:
+@cache
+def bip39_words() -> frozenset[str]:
+    return frozenset(_wordlist())
+
+
+@cache
+def _word_index() -> dict[str, int]:
+    return {word: i for i, word in enumerate(_wordlist())}
+
+
+def bip39_checksum_valid(words: list[str]) -> bool:
+    """True when `words` (12, 15, 18, 21 or 24 of them) carry a valid BIP-39 checksum."""
+    if len(words) not in (12, 15, 18, 21, 24):
+        return False
+    index = _word_index()
+    bits = 0
+    for word in words:
+        bits = (bits << 11) | index[word]
+    checksum_bits = len(words) * 11 // 33
+    entropy = (bits >> checksum_bits).to_bytes(len(words) * 11 * 32 // 33 // 8, "big")
+    return hashlib.sha256(entropy).digest()[0] >> (8 - checksum_bits) == bits & ((1 << checksum_bits) - 1)
+
+
+def _runs(lowered: str) -> Iterator[tuple[int, int, list[str], list[str]]]:
+    """Runs of wordlist words next to each other: (start, end, words, the gaps between them)."""
     words = bip39_words()
-    run_start = run_end = -1
-    count = 0
-    previous_end = -1
+    run: list[str] = []
+    gaps: list[str] = []
+    run_start = run_end = previous_end = -1
     for match in _WORD.finditer(lowered):
         start, end = match.span()
         adjacent = previous_end >= 0 and (start == previous_end or _GAP.fullmatch(lowered, previous_end, start))
-        if match.group() in words:
-            if count and adjacent:
-                count += 1
-                run_end = end
-            else:
-                if count >= MIN_SEED_WORDS:
-                    yield SecretHit("seed_phrase", run_start, run_end)
-                run_start, run_end, count = start, end, 1
+        if match.group() in words and run and adjacent:
+            run.append(match.group())
+            gaps.append(lowered[previous_end:start])
+            run_end = end
         else:
-            if count >= MIN_SEED_WORDS:
-                yield SecretHit("seed_phrase", run_start, run_end)
-            count = 0
+            if len(run) >= MIN_SEED_WORDS:
+                yield run_start, run_end, run, gaps
+            run, gaps = ([match.group()], []) if match.group() in words else ([], [])
+            run_start, run_end = start, end
         previous_end = end
-    if count >= MIN_SEED_WORDS:
-        yield SecretHit("seed_phrase", run_start, run_end)
+    if len(run) >= MIN_SEED_WORDS:
+        yield run_start, run_end, run, gaps
+
+
+def _seed_runs(text: str, lowered: str) -> Iterator[SecretHit]:
+    """Twelve or more wordlist words in a row, written the way seeds are (spaces, newlines,
+    numbering), or said to be a seed, or carrying a valid BIP-39 checksum. A comma-separated
+    list of common words ("love, hope, joy, ...") is only a list."""
+    cue = any(word in lowered for word in _SEED_CUES)
+    for start, end, run, gaps in _runs(lowered):
+        listed = sum("," in gap or ";" in gap for gap in gaps) >= len(gaps) // 2
+        checksummed = any(bip39_checksum_valid(run[i:i + n]) for n in (24, 21, 18, 15, 12)
+                          for i in range(len(run) - n + 1))
+        if not listed or cue or checksummed:
+            yield SecretHit("seed_phrase", start, end)
 
 
 def _named_seed(text: str, lowered: str) -> Iterator[SecretHit]:
