@@ -321,3 +321,37 @@ def test_refusals_never_log_the_secret(mem: Memory, tmp_path: Path, caplog: pyte
     logged = caplog.text
     assert "secret" in logged
     assert not any(span in logged for span in SECRET_SPANS)
+
+
+# -- framework adapters (they call core: one pass each shows the screen is reached) ---------------
+
+
+def test_crewai_memory_stores_no_secret(mem: Memory) -> None:
+    pytest.importorskip("crewai")
+    from mnemic.integrations.crewai import CrewMemory
+
+    crew_memory = CrewMemory(mem, user_id="alice")
+    for text in SECRET_TEXTS:
+        assert crew_memory.remember(text) is None
+    crew_memory.remember_many([*SECRET_TEXTS, "Prefers window seats."], agent_role="Researcher")
+    crew_memory.drain_writes()
+    # The adapter redacts provenance labels itself; either way the token is not stored.
+    with contextlib.suppress(SecretRefusedError):
+        crew_memory.remember("Uses the staging cluster.",
+                             metadata={"token": "ghp_" + "Zx81kQ9vLm27Tq4WaB3cD5eF6gH7iJ8kL9mN"})
+    assert "Prefers window seats." in [r.text for r in mem.list(user_id="alice")]
+    stored = _everything_stored(mem)
+    _assert_holds_no_secret(stored)
+    assert "Zx81kQ9v" not in stored
+
+
+def test_the_langchain_remember_tool_stores_no_secret(mem: Memory) -> None:
+    pytest.importorskip("langchain_core")
+    from mnemic.tools.langchain import remember_tool
+
+    tool = remember_tool(mem)
+    config = {"configurable": {"user_id": "alice", "thread_id": "thread-7"}}
+    for text in SECRET_TEXTS:
+        answer = tool.invoke({"fact": text}, config=config)
+        assert answer.startswith("Nothing was saved") and text not in answer
+    assert mem.list(user_id="alice") == []
