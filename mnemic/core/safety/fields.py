@@ -8,10 +8,12 @@ Structured values are read the way a person reads them: `{"password": "hunter2"}
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from .detector import find_secrets
+from .names import Strength, name_strength
 
 
 class SecretRefusedError(ValueError):
@@ -28,42 +30,57 @@ class SecretRefusedError(ValueError):
         )
 
 
-def _lines(value: Any, key: str | None = None) -> Iterator[str]:
-    """The texts a value shows a reader: each string, each key, and "key: value" pairs."""
+def _lines(value: Any, key: str | None = None, *, identifier: bool = False) -> Iterator[tuple[str, bool]]:
+    """The texts a value shows a reader: each string, each key, and "key: value" pairs; each with
+    whether it is an id (one word under a key that names an id, or in an identifier field)."""
     if value is None:
         return
     if isinstance(value, Mapping):
         for inner_key, inner in value.items():
             name = str(inner_key)
-            yield name
-            yield from _lines(inner, name)
+            yield name, True
+            yield from _lines(inner, name, identifier=identifier or _names_an_id(name))
         return
     if isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
-            yield from _lines(item, key)
+            yield from _lines(item, key, identifier=identifier)
         return
     if isinstance(value, bool):
         return
     text = str(value)
-    yield text
+    single_word = len(text.split()) == 1
+    yield text, identifier and single_word
     if key is not None:
-        yield f"{key}: {text}"
+        yield f"{key}: {text}", identifier and single_word
 
 
-# Identifiers (a session id, a thread id) are often random strings by design: the context-free
-# randomness rule does not apply to them; every named and shaped rule does.
+_ID_WORDS = frozenset({"id", "ids", "uid", "uuid", "guid", "ref", "reference", "slug", "handle", "number", "no",
+                       "sha", "hash", "digest", "etag", "checksum", "fingerprint", "thread", "run", "trace", "span"})
+
+
+def _names_an_id(name: str) -> bool:
+    """`user_id`, `threadId`, `order-ref`: a key whose value is an identifier (unless the name says
+    credential, as `session_token` does)."""
+    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)
+    return bool(words) and words[-1].lower() in _ID_WORDS and name_strength(name) is Strength.NONE
+
+
+# Identifiers (a session id, a thread id, an order ref) are often random strings by design: the
+# context-free randomness rule does not apply to them; every named and shaped rule does.
 _NOT_FOR_IDENTIFIERS = frozenset({"high_entropy_token"})
 
 
 def secret_fields(fields: Mapping[str, Any], *, identifiers: Collection[str] = ()) -> dict[str, list[str]]:
     """For each named field holding a secret, the kinds found. Empty when every field is clean.
     Values may be strings, numbers, lists, or mappings (their keys are screened too). Fields named
-    in `identifiers` are ids: one random-looking word is an id, not a secret (a sentence is no id)."""
+    in `identifiers`, and values under keys that name an id (`user_id`, `orderRef`), are ids: one
+    random-looking word there is an id, not a secret (a sentence is no id)."""
     found: dict[str, list[str]] = {}
     for name, value in fields.items():
-        kinds = [hit.kind for line in _lines(value) for hit in find_secrets(line)]
-        if name in identifiers and isinstance(value, str) and len(value.split()) == 1:
-            kinds = [kind for kind in kinds if kind not in _NOT_FOR_IDENTIFIERS]
+        kinds = [hit.kind
+                 for line, is_id in _lines(value, identifier=name in identifiers)
+                 for hit in find_secrets(line)
+                 if not (is_id and hit.kind in _NOT_FOR_IDENTIFIERS)]
         if kinds:
             found[name] = sorted(set(kinds))  # one secret shown twice ("k: v" and "v") counts once
     return found
