@@ -63,3 +63,31 @@ def test_an_id_may_look_random_but_may_not_be_a_credential() -> None:
 def test_a_named_rule_names_a_hit_the_randomness_rule_also_found() -> None:
     [hit] = find_secrets("OPENAI_API_KEY=sk-" + "HmvguTEKhCpqHKCn8TSCpqglNnhF6bQmBVeRL8f38u")
     assert hit.kind == "openai_key"
+
+
+def test_admit_is_the_backstop_for_every_record_written() -> None:
+    from datetime import datetime, timezone
+
+    from mnemic import SecretRefusedError
+    from mnemic.core.intake import Intake
+    from mnemic.core.records import MemoryRecord, text_hash
+    from mnemic.core.stats import WriteStats
+
+    intake = Intake(namespace="default", stats=WriteStats(), max_text_chars=16_000)
+    now = datetime.now(timezone.utc)
+    clean = MemoryRecord(id="r1", text="Prefers tea.", hash=text_hash("Prefers tea."), user_id="alice",
+                         namespace="default", created_at=now, updated_at=now,
+                         metadata={"thread_id": "Q9x2LmP4vTz8KwR1bN7cAb"})
+    intake.admit(clean)  # an id may look random
+    with pytest.raises(SecretRefusedError, match="topic"):
+        intake.admit(clean.model_copy(update={"topic": "pw: Tr0ub4dor&3"}))
+    legacy = clean.model_copy(update={"text": "My password is hunter2"})
+    intake.admit(legacy.model_copy(update={"state": "invalid"}), legacy)  # retiring it stays possible
+    with pytest.raises(SecretRefusedError, match="text"):
+        intake.admit(legacy, clean)
+
+
+def test_store_values_under_id_keys_may_look_random() -> None:
+    assert secret_fields({"data": {"id": "Q9x2LmP4vTz8KwR1bN7cAb", "orderRef": "Zx81kQ9vLm27Tq4WaB3c"}}) == {}
+    assert secret_fields({"data": {"note": "Q9x2LmP4vTz8KwR1bN7cAb"}}) == {"data": ["high_entropy_token"]}
+    assert secret_fields({"data": {"session_token": "Q9x2LmP4vTz8KwR1bN7cAb"}})
