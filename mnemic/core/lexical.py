@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from itertools import takewhile
 from pathlib import Path
 
+from . import links as link_table
+from .links import Link
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 COVERAGE_CAP = 5000
 
@@ -80,6 +83,7 @@ class LexicalIndex:
             """
         )
         self._add_turn_columns()
+        self._add_links_table()
 
     def _add_turn_columns(self) -> None:
         """Where each conversation turn sits, so recall can fetch a match's neighbouring turns by id
@@ -102,6 +106,25 @@ class LexicalIndex:
             self._db.execute("ROLLBACK")
             raise
 
+    def _add_links_table(self) -> None:
+        """Links between a user's records (see `links.py`). An index from before them holds none:
+        forget its watermarks so the repair on open indexes, and so links, every record again."""
+        exists = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'links'").fetchone()
+        if exists:
+            return
+        self._db.execute("BEGIN")
+        try:
+            for statement in link_table.SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            self._db.execute("DELETE FROM lexical")
+            self._db.execute("DELETE FROM indexed")
+            self._db.execute("DELETE FROM sync_state")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
     # -- writes -------------------------------------------------------------------------------
 
     def upsert(self, rows: Iterable[tuple[str, str, str, str, int]],
@@ -114,10 +137,12 @@ class LexicalIndex:
             try:
                 for record_id, collection, user_id, text, version in rows:
                     self._delete_one(record_id)
+                    owner = owner_token(user_id)
                     cursor = self._db.execute(
-                        "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)",
-                        (text, owner_token(user_id), record_id),
+                        "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)", (text, owner, record_id),
                     )
+                    link_table.add_links(self._db, owner=owner, record_id=record_id,
+                                         words=link_table.link_words(text, STOPWORDS))
                     session, turn = turns.get(record_id, (None, None))
                     self._db.execute(
                         "INSERT INTO indexed(record_id, fts_rowid, collection, version, session_id, turn) "
@@ -145,6 +170,7 @@ class LexicalIndex:
         if row is not None:
             self._db.execute("DELETE FROM lexical WHERE rowid = ?", (row[0],))
             self._db.execute("DELETE FROM indexed WHERE record_id = ?", (record_id,))
+        link_table.drop_links(self._db, record_id)
 
     def drop_collection(self, collection: str) -> None:
         with self._lock:
@@ -219,6 +245,17 @@ class LexicalIndex:
             for record_id in found:
                 shares[record_id] = shares.get(record_id, 0.0) + weight / whole
         return shares
+
+    def linked(self, seeds: Iterable[str], *, user_id: str) -> list[Link]:
+        """The user's records linked to the seeds by a rare word they share (see `links.py`)."""
+        owner = owner_token(user_id)
+        with self._lock:
+            try:
+                records = int(self._db.execute(
+                    "SELECT count(*) FROM lexical WHERE lexical MATCH ?", ("owner : " + owner,)).fetchone()[0])
+            except sqlite3.OperationalError:
+                return []
+            return link_table.linked(self._db, owner=owner, seeds=seeds, records=records)
 
     def turn_ids(self, collection: str, wanted: Mapping[str, Iterable[int]]) -> list[str]:
         """Ids of the records at the given turns of the given sessions (as last indexed)."""

@@ -21,7 +21,6 @@ caller's `servable` predicate on data read back from Chroma before it can be sco
 
 from __future__ import annotations
 
-import heapq
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,6 +32,7 @@ import numpy as np
 
 from . import ranking
 from .lexical import LexicalIndex, matched_terms
+from .links import Link
 from .ranking import Candidate, RecallWeights, fuse, own_relevance, query_time_window
 from .records import MemoryMatch, MemoryRecord
 from .store import ChromaStore, StoredRow
@@ -101,8 +101,8 @@ class RecallPipeline:
         candidates = self._dense(request, vector)
         words = self._outcome(words_job, lambda: self._word_side(request, weights))
         self._add_word_matches(request, vector, candidates, words)
-        self._add_neighbours(request, vector, candidates, words, weights)
-        return self._ranked(request, candidates, weights)
+        links = self._add_related(request, vector, candidates, words, weights)
+        return self._ranked(request, candidates, weights, links)
 
     def _in_background(self, work: Callable[[], T]) -> Future[T]:
         with self._helper_lock:
@@ -188,23 +188,19 @@ class RecallPipeline:
             if found is not None:
                 candidates[rid] = found
 
-    def _add_neighbours(self, request: RecallRequest, vector: np.ndarray, candidates: dict[str, Candidate],
-                        words: _WordSide, weights: RecallWeights) -> None:
-        present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
-        in_turns = [c for c in candidates.values() if c.record.session_id is not None and c.record.turn is not None]
-        seeds = heapq.nlargest(ranking.NEIGHBOUR_SEEDS, in_turns, key=lambda c: own_relevance(c, weights))
-        wanted: dict[str, set[int]] = {}
-        for seed in seeds:
-            session, turn = seed.record.session_id, seed.record.turn
-            assert session is not None and turn is not None
-            for step in range(-ranking.NEIGHBOUR_REACH, ranking.NEIGHBOUR_REACH + 1):
-                if step and (session, turn + step) not in present:
-                    wanted.setdefault(session, set()).add(turn + step)
-        if not wanted:
-            return
-        # By id, through the lexical index's turn table: a `where` on session and turn would make
-        # Chroma scan the metadata of every record in the database (~60 ms at 40k records).
-        ids = self.lexical.turn_ids(self.store.collection_name(request.owner), wanted)
+    def _add_related(self, request: RecallRequest, vector: np.ndarray, candidates: dict[str, Candidate],
+                     words: _WordSide, weights: RecallWeights) -> dict[str, list[Link]]:
+        """Add the turns around the best matches and the records linked to the strongest ones, in
+        one read; returns the links found, by the record they reach."""
+        ranked = sorted(candidates.values(), key=lambda c: own_relevance(c, weights), reverse=True)
+        ids = self._neighbour_ids(request, candidates, ranked)
+        links: dict[str, list[Link]] = {}
+        if weights.links:
+            seeds = [c.record.id for c in ranked[:ranking.LINK_SEEDS] if own_relevance(c, weights) > 0]
+            for link in self.lexical.linked(seeds, user_id=request.owner):
+                links.setdefault(link.record_id, []).append(link)
+            ids += [rid for rid in links if rid not in candidates]
+        ids = list(dict.fromkeys(ids))
         already_read = [words.read[rid] for rid in ids if rid in words.read]
         unread = [rid for rid in ids if rid not in words.read]
         fetched = self.store.get(request.owner, ids=unread, embeddings=True) if unread else []
@@ -216,13 +212,32 @@ class RecallPipeline:
                                     coverage=words.coverage.get(row.id, 0.0))
             if found is not None:
                 candidates[found.record.id] = found
+        return links
 
-    def _ranked(self, request: RecallRequest, candidates: dict[str, Candidate],
-                weights: RecallWeights) -> list[MemoryMatch]:
+    def _neighbour_ids(self, request: RecallRequest, candidates: dict[str, Candidate],
+                       ranked: list[Candidate]) -> list[str]:
+        present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
+        in_turns = [c for c in ranked if c.record.session_id is not None and c.record.turn is not None]
+        wanted: dict[str, set[int]] = {}
+        for seed in in_turns[:ranking.NEIGHBOUR_SEEDS]:
+            session, turn = seed.record.session_id, seed.record.turn
+            assert session is not None and turn is not None
+            for step in range(-ranking.NEIGHBOUR_REACH, ranking.NEIGHBOUR_REACH + 1):
+                if step and (session, turn + step) not in present:
+                    wanted.setdefault(session, set()).add(turn + step)
+        if not wanted:
+            return []
+        # By id, through the lexical index's turn table: a `where` on session and turn would make
+        # Chroma scan the metadata of every record in the database (~60 ms at 40k records).
+        return self.lexical.turn_ids(self.store.collection_name(request.owner), wanted)
+
+    def _ranked(self, request: RecallRequest, candidates: dict[str, Candidate], weights: RecallWeights,
+                links: dict[str, list[Link]]) -> list[MemoryMatch]:
         matches: list[MemoryMatch] = []
         seen_hashes: set[str] = set()
         window = query_time_window(request.query)
-        for score, candidate, breakdown in fuse(list(candidates.values()), weights, request.now, window=window):
+        for score, candidate, breakdown in fuse(list(candidates.values()), weights, request.now, window=window,
+                                                 links=links):
             if score < request.min_score or candidate.record.hash in seen_hashes:
                 continue
             seen_hashes.add(candidate.record.hash)
