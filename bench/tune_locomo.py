@@ -37,7 +37,6 @@ ABLATIONS: dict[str, dict[str, float]] = {
     "-context": {"context": 0.0, "context_far": 0.0},
     "-session": {"session": 0.0},
     "-links": {"links": 0.0},
-    "-feedback": {"feedback": 0.0},
     "-temporal": {"temporal": 0.0},
 }
 
@@ -87,7 +86,8 @@ def row(name: str, scores: dict[str, dict[str, float]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "bench" / "locomo10.json")
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "bench" / "locomo10.json",
+                        help="locomo10.json (a worktree's parent may not hold shared/: pass it)")
     parser.add_argument("--store", type=Path, required=True, help="where the stored copy lives (made if missing)")
     parser.add_argument("--set", action="append", default=[], help="weight=value for every variant")
     parser.add_argument("--ablate", action="store_true", help="each signal off in turn")

@@ -4,10 +4,13 @@
    evaluates a metadata filter against every record in the database, not just this collection
    (~100 ms at 100k records), so the pool is over-fetched and filtered in Python, widening only
    when records that may not be served crowd the top.
-2. Words: FTS5 bm25 and coverage for every record sharing a query word; only the most promising
-   records the dense side missed are read from Chroma (a read costs ~0.2-0.4 ms of metadata).
-3. Conversation: the turns around the best matches, which often hold the answer to what those
-   turns asked in words of their own (worth ~3 points of LoCoMo recall@10).
+2. Words: bm25 and coverage, with each word weighted by how well it singles records out among the
+   user's own records, for every record sharing a query word (FTS5 finds them); only the most
+   promising records the dense side missed are read from Chroma (~0.2-0.4 ms of metadata each).
+3. Related: the turns around the best matches, which often hold the answer to what those turns
+   asked in words of their own (worth ~3 points of LoCoMo recall@10), and the records linked to
+   the strongest matches by a rare word that is not a query word (`links.py`): evidence told
+   over turns that share a name but not the question's words.
 
 The words side needs no query vector, so it runs on a helper thread while the query is embedded
 and the dense side queried: FTS5 and Chroma's reads release the GIL, and embedding one query keeps
@@ -55,6 +58,7 @@ class _WordSide:
     bm25: dict[str, float]
     coverage: dict[str, float]
     ranked: list[str]  # every record sharing a query word, most promising first
+    records: int  # how many records the user has
     requested: set[str] = field(default_factory=set)  # ids already asked of Chroma
     read: dict[str, tuple[StoredRow, MemoryRecord]] = field(default_factory=dict)
 
@@ -144,11 +148,10 @@ class RecallPipeline:
             fetch *= 4
 
     def _word_side(self, request: RecallRequest, weights: RecallWeights) -> _WordSide:
-        # bm25 for every record sharing a word (FTS5 scores them all to sort anyway): a record that
-        # only context lifts into the results still needs its own lexical relevance.
-        hits = self.lexical.search(request.query, user_id=request.owner, limit=ranking.LEXICAL_HITS)
-        bm25 = {h.record_id: h.bm25 for h in hits}
-        coverage = self.lexical.coverage(request.query, user_id=request.owner)
+        # bm25 and coverage for every record sharing a word, weighted within the user's records: a
+        # record that only context or a link lifts into the results still needs its own relevance.
+        scores = self.lexical.word_scores(request.query, user_id=request.owner)
+        bm25, coverage = scores.bm25, scores.coverage
 
         def promise(record_id: str) -> float:
             bm = bm25.get(record_id) or 0.0
@@ -156,7 +159,7 @@ class RecallPipeline:
                     + weights.coverage * coverage.get(record_id, 0.0))
 
         ranked = sorted(dict.fromkeys([*bm25, *coverage]), key=promise, reverse=True)
-        words = _WordSide(bm25=bm25, coverage=coverage, ranked=ranked)
+        words = _WordSide(bm25=bm25, coverage=coverage, ranked=ranked, records=scores.records)
         self._read(request, words, ranked[:_read_ahead_count(request.limit)])
         return words
 
@@ -197,7 +200,9 @@ class RecallPipeline:
         links: dict[str, list[Link]] = {}
         if weights.links:
             seeds = [c.record.id for c in ranked[:ranking.LINK_SEEDS] if own_relevance(c, weights) > 0]
-            for link in self.lexical.linked(seeds, user_id=request.owner):
+            for link in self.lexical.linked(seeds, user_id=request.owner, records=words.records):
+                if matched_terms(request.query, link.term):
+                    continue  # a query word: the records holding it are word matches already
                 links.setdefault(link.record_id, []).append(link)
             ids += [rid for rid in links if rid not in candidates]
         ids = list(dict.fromkeys(ids))
@@ -236,8 +241,8 @@ class RecallPipeline:
         matches: list[MemoryMatch] = []
         seen_hashes: set[str] = set()
         window = query_time_window(request.query)
-        for score, candidate, breakdown in fuse(list(candidates.values()), weights, request.now, window=window,
-                                                 links=links):
+        fused = fuse(list(candidates.values()), weights, request.now, window=window, links=links)
+        for score, candidate, breakdown in fused:
             if score < request.min_score or candidate.record.hash in seen_hashes:
                 continue
             seen_hashes.add(candidate.record.hash)
