@@ -7,7 +7,8 @@ Each round loads the same generated records into a fresh store, once with this t
 the base tree (alternating which goes first, each in its own process so neither's imports leak into
 the other), and reports records/s per tree and the median ratio. Two write shapes, as callers use
 them: conversation turns (one `remember_many` call per turn, session and turn set, as the LoCoMo
-bench loads) and facts in batches of 50. The hash embedder (default) leaves the embedding out, so
+bench loads) and facts in batches of 50; and the lexical index alone (5 x as many records, one
+per `upsert`), where links are made. The hash embedder (default) leaves the embedding out, so
 what is measured is mnemic's own write path: Chroma, the audit log and the lexical index.
 """
 
@@ -33,6 +34,7 @@ def load(records: int, embedder: str, users: int) -> dict[str, float]:
     from bench_memory_latency import sentence
 
     from mnemic import Memory
+    from mnemic.core.lexical import LexicalIndex
 
     rng = random.Random(11)
     start = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -53,6 +55,15 @@ def load(records: int, embedder: str, users: int) -> dict[str, float]:
                                      user_id=f"user-{i // 50 % users}")
             memory.drain_writes()
             out["facts_per_s"] = records / (time.perf_counter() - began)
+        # The lexical index alone (where links are made), one record per call as the writer
+        # indexes a turn, on disk as a store keeps it.
+        index = LexicalIndex(Path(workdir) / "lexical.sqlite3")
+        texts = [sentence(rng) for _ in range(records * 5)]
+        began = time.perf_counter()
+        for i, text in enumerate(texts):
+            index.upsert([(f"r{i}", "c", f"user-{i % users}", text, 1)])
+        out["index_per_s"] = len(texts) / (time.perf_counter() - began)
+        index.close()
     return out
 
 
@@ -79,7 +90,7 @@ def main() -> None:
         for name in order:
             results[name].append(run_tree(trees[name], args))
             print(f"round {round_no + 1} {name}: {json.dumps(results[name][-1])}", flush=True)
-    for key in ("turns_per_s", "facts_per_s"):
+    for key in ("turns_per_s", "facts_per_s", "index_per_s"):
         this = statistics.median(r[key] for r in results["this"])
         base = statistics.median(r[key] for r in results["base"])
         print(f"{key}: this {this:.1f}, base {base:.1f}, this/base {this / base:.3f}")

@@ -10,7 +10,7 @@ import pytest
 
 from mnemic import HashEmbedder, Memory
 from mnemic.core.lexical import LexicalIndex, owner_token
-from mnemic.core.links import MAX_LINK_DF
+from mnemic.core.links import MAX_LINK_DF, TABLES
 from mnemic.core.ranking import RecallWeights
 
 
@@ -68,10 +68,25 @@ def test_links_are_erased_with_their_record() -> None:
     assert _links_of(index, "a3", "ana") == set()
 
 
-def _link_rows(path: Path, user: str) -> int:
+def _link_rows(path: Path, user: str, table: str | None = None) -> int:
+    """Rows of a link table held for the user; without a table, the user's links (one per
+    direction: two records listed under one rare word)."""
     db = sqlite3.connect(path / "lexical.sqlite3")
     try:
-        return int(db.execute("SELECT count(*) FROM links WHERE owner = ?", (owner_token(user),)).fetchone()[0])
+        if table is not None:
+            query = f"SELECT count(*) FROM {table} WHERE owner = ?"
+        else:
+            query = ("SELECT count(*) FROM link_postings a JOIN link_postings b ON a.owner = b.owner "
+                     "AND a.term = b.term AND a.record_id <> b.record_id WHERE a.owner = ?")
+        return int(db.execute(query, (owner_token(user),)).fetchone()[0])
+    finally:
+        db.close()
+
+
+def _terms(path: Path, user: str) -> dict[str, int]:
+    db = sqlite3.connect(path / "lexical.sqlite3")
+    try:
+        return dict(db.execute("SELECT term, df FROM link_terms WHERE owner = ?", (owner_token(user),)).fetchall())
     finally:
         db.close()
 
@@ -85,10 +100,13 @@ def test_delete_and_forget_erase_a_users_links(tmp_path: Path) -> None:
         assert _link_rows(tmp_path / "m", "ana") == 2
         memory.delete(first.id)
         assert _link_rows(tmp_path / "m", "ana") == 0
+        # The deleted record's words are counted out: none of them stays in the index.
+        assert _terms(tmp_path / "m", "ana") == {"took": 1, "rex": 1, "vet": 1}
         memory.remember("Rex barked at the mailman", user_id="ana")
         assert _link_rows(tmp_path / "m", "ana") == 2
         memory.forget(user_id="ana")
-        assert _link_rows(tmp_path / "m", "ana") == 0
+        for table in TABLES:  # nothing of Ana's words stays behind, not even a count
+            assert _link_rows(tmp_path / "m", "ana", table) == 0
         assert _link_rows(tmp_path / "m", "ben") == 4  # rex, turtle: both directions
 
 
@@ -97,7 +115,8 @@ def test_links_are_rebuilt_by_repair_for_an_index_from_before_them(tmp_path: Pat
         memory.remember("My dog Rex chewed a slipper", user_id="ana")
         memory.remember("Took Rex to the vet", user_id="ana")
     db = sqlite3.connect(tmp_path / "m" / "lexical.sqlite3")
-    db.execute("DROP TABLE links")
+    for table in TABLES:
+        db.execute(f"DROP TABLE {table}")
     db.commit()
     db.close()
     with Memory(tmp_path / "m", embedder=HashEmbedder()):

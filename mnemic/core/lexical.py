@@ -121,14 +121,16 @@ class LexicalIndex:
     def _add_links_table(self) -> None:
         """Links between a user's records (see `links.py`). An index from before them holds none:
         forget its watermarks so the repair on open indexes, and so links, every record again."""
-        exists = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'links'").fetchone()
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (link_table.TABLES[0],)).fetchone()
         if exists:
             return
         self._db.execute("BEGIN")
         try:
-            for statement in link_table.SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
+            for table in link_table.TABLES:
+                self._db.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in link_table.SCHEMA:
+                self._db.execute(statement)
             self._db.execute("DELETE FROM lexical")
             self._db.execute("DELETE FROM indexed")
             self._db.execute("DELETE FROM sync_state")
@@ -179,10 +181,15 @@ class LexicalIndex:
 
     def _delete_one(self, record_id: str) -> None:
         row = self._db.execute("SELECT fts_rowid FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
-        if row is not None:
-            self._db.execute("DELETE FROM lexical WHERE rowid = ?", (row[0],))
-            self._db.execute("DELETE FROM indexed WHERE record_id = ?", (record_id,))
-        link_table.drop_links(self._db, record_id)
+        if row is None:
+            return
+        indexed = self._db.execute("SELECT body, owner FROM lexical WHERE rowid = ?", (row[0],)).fetchone()
+        if indexed is not None:
+            body, owner = indexed
+            link_table.drop_links(self._db, owner=owner, record_id=record_id,
+                                  words=link_table.link_words(body, STOPWORDS))
+        self._db.execute("DELETE FROM lexical WHERE rowid = ?", (row[0],))
+        self._db.execute("DELETE FROM indexed WHERE record_id = ?", (record_id,))
 
     def drop_collection(self, collection: str) -> None:
         with self._lock:
