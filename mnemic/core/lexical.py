@@ -101,35 +101,27 @@ class LexicalIndex:
         """Where each conversation turn sits, so recall can fetch a match's neighbouring turns by id
         (a Chroma `where` on session and turn scans the metadata of the whole database)."""
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(indexed)")}
-        if "session_id" in columns:
-            return
-        self._db.execute("BEGIN")
-        try:
-            self._db.execute("ALTER TABLE indexed ADD COLUMN session_id TEXT")
-            self._db.execute("ALTER TABLE indexed ADD COLUMN turn INTEGER")
-            self._db.execute("CREATE INDEX IF NOT EXISTS indexed_by_turn ON indexed(collection, session_id, turn)")
-            # An index from before the columns knows no turns: forget its watermarks so the repair
-            # on open reads every record again.
-            self._db.execute("DELETE FROM lexical")
-            self._db.execute("DELETE FROM indexed")
-            self._db.execute("DELETE FROM sync_state")
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        if "session_id" not in columns:
+            self._migrate_and_rebuild([
+                "ALTER TABLE indexed ADD COLUMN session_id TEXT",
+                "ALTER TABLE indexed ADD COLUMN turn INTEGER",
+                "CREATE INDEX IF NOT EXISTS indexed_by_turn ON indexed(collection, session_id, turn)",
+            ])
 
     def _add_links_table(self) -> None:
-        """Links between a user's records (see `links.py`). An index from before them holds none:
-        forget its watermarks so the repair on open indexes, and so links, every record again."""
+        """Links between a user's records (see `links.py`)."""
         exists = self._db.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (link_table.TABLES[0],)).fetchone()
-        if exists:
-            return
+        if not exists:
+            self._migrate_and_rebuild([*(f"DROP TABLE IF EXISTS {t}" for t in link_table.TABLES), *link_table.SCHEMA])
+
+    def _migrate_and_rebuild(self, statements: Sequence[str]) -> None:
+        """Change the schema, and empty the index: what an index from before the change holds lacks
+        what the change adds (turn places, links), so its watermarks are forgotten and the repair
+        on open reads every record again."""
         self._db.execute("BEGIN")
         try:
-            for table in link_table.TABLES:
-                self._db.execute(f"DROP TABLE IF EXISTS {table}")
-            for statement in link_table.SCHEMA:
+            for statement in statements:
                 self._db.execute(statement)
             self._db.execute("DELETE FROM lexical")
             self._db.execute("DELETE FROM indexed")
