@@ -296,5 +296,7 @@ DENSE_POOL = 20
 LEXICAL_PROBES = 20
 NEIGHBOUR_SEEDS = 10
 NEIGHBOUR_REACH = 2
-# Links are followed from this many of the best matches (each has at most a few rare words).
+# Links are followed from this many of the best matches, and the LINK_READS records the strongest
+# links reach are read.
 LINK_SEEDS = 5
+LINK_READS = 20
