@@ -60,7 +60,7 @@ def test_links_are_erased_with_their_record() -> None:
         ("a3", "ana", "Ana: Rex loves the vet"),
         *((f"f{i}", "ana", f"Ana: errand {i}") for i in range(6)),
     ])
-    index.delete(["a2"])
+    index.delete("c-ana", ["a2"])
     assert _links_of(index, "a1", "ana") == {("a3", "rex")}
     # Re-indexing a record with new text replaces its links.
     index.upsert([("a3", "c-ana", "ana", "Ana: a quiet evening", 2)])
@@ -78,7 +78,7 @@ def _link_rows(path: Path, user: str, table: str | None = None) -> int:
         else:
             query = ("SELECT count(*) FROM link_postings a JOIN link_postings b ON a.owner = b.owner "
                      "AND a.term = b.term AND a.record_id <> b.record_id WHERE a.owner = ?")
-        return int(db.execute(query, (owner_token(user),)).fetchone()[0])
+        return int(db.execute(query, (owner_token("default", user),)).fetchone()[0])
     finally:
         db.close()
 
@@ -86,7 +86,8 @@ def _link_rows(path: Path, user: str, table: str | None = None) -> int:
 def _terms(path: Path, user: str) -> dict[str, int]:
     db = sqlite3.connect(path / "lexical.sqlite3")
     try:
-        return dict(db.execute("SELECT term, df FROM link_terms WHERE owner = ?", (owner_token(user),)).fetchall())
+        return dict(db.execute("SELECT term, df FROM link_terms WHERE owner = ?",
+                               (owner_token("default", user),)).fetchall())
     finally:
         db.close()
 

@@ -91,7 +91,7 @@ def drop_links(db: sqlite3.Connection, *, owner: str, record_id: str, words: Seq
     for word in words:
         db.execute("UPDATE link_terms SET df = df - 1 WHERE owner = ? AND term = ?", (owner, word))
         db.execute("DELETE FROM link_terms WHERE owner = ? AND term = ? AND df <= 0", (owner, word))
-    db.execute("DELETE FROM link_postings WHERE record_id = ?", (record_id,))
+    db.execute("DELETE FROM link_postings WHERE owner = ? AND record_id = ?", (owner, record_id))
 
 
 def linked(db: sqlite3.Connection, *, owner: str, seeds: Iterable[str], records: int) -> list[Link]:
