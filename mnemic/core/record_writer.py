@@ -72,7 +72,8 @@ class RecordLock:
 class RecordWriter:
     def __init__(self, store: ChromaStore, lexical: LexicalIndex, history: HistoryLog, local: LocalDatabase,
                  embed: Callable[[Sequence[str]], np.ndarray], *, sole_writer: bool,
-                 scrubber: Scrubber | None = None, admit: Callable[[MemoryRecord], None] | None = None) -> None:
+                 scrubber: Scrubber | None = None,
+                 admit: Callable[[MemoryRecord, MemoryRecord | None], None] | None = None) -> None:
         self.store = store
         self.lexical = lexical
         self.history = history
@@ -82,8 +83,9 @@ class RecordWriter:
         # every record id (repaired on open) and a Chroma lookup is never needed to tell one.
         self.sole_writer = sole_writer
         self.scrubber = scrubber
-        # Called for every record before its first write (see Intake.admit); raising refuses it.
-        self._admit = admit or (lambda record: None)
+        # Called for every record (and the version it replaces) before its first write (see
+        # Intake.admit); raising refuses it.
+        self._admit = admit or (lambda record, before: None)
         self.lock = RecordLock()
 
     @staticmethod
@@ -141,7 +143,7 @@ class RecordWriter:
         if not records:
             return
         for record in records:
-            self._admit(record)
+            self._admit(record, None)
         extra = details or [None] * len(records)
         entries = [entry("add", record=r, actor=actor, before=None, after=r, version=r.version, details=d)
                    for r, d in zip(records, extra, strict=True)]
@@ -153,7 +155,7 @@ class RecordWriter:
     def update(self, before: MemoryRecord, after: MemoryRecord, *, action: Action, actor: str,
                reason: str | None, reembed: bool, details: dict[str, Any] | None = None) -> None:
         """Replace a record's text and metadata; its vector too when `reembed` (the text changed)."""
-        self._admit(after)
+        self._admit(after, before)
         entries = [entry(action, record=after, actor=actor, before=before, after=after, reason=reason,
                          version=after.version, details=details)]
         vector = self._embed([after.text])[0] if reembed else None
