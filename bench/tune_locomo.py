@@ -35,9 +35,12 @@ ABLATIONS: dict[str, dict[str, float]] = {
     "-bm25": {"lexical": 0.0},
     "-semantic": {"semantic": 0.0},
     "-context": {"context": 0.0, "context_far": 0.0},
+    "-context_far": {"context_far": 0.0},
     "-session": {"session": 0.0},
     "-links": {"links": 0.0},
     "-temporal": {"temporal": 0.0},
+    "-recency": {"recency": 0.0},
+    "-importance": {"importance": 0.0},
 }
 
 

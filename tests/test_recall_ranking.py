@@ -64,6 +64,21 @@ def test_fuse_keeps_scores_absolute_and_weak_matches_weak() -> None:
     assert weak_score < 0.3 < 1.0 < strong_score
     assert fuse([Candidate(record=_record("y"), cosine=0.1, coverage=0.0)], RecallWeights(), now) == []
 
+def test_by_default_word_relevance_is_how_much_of_the_question_a_record_holds() -> None:
+    # bm25 is weighted 0 (it helped one half of LoCoMo and hurt the other): two records holding
+    # the same share of the query's words get the same word relevance however their bm25 differs
+    # (one short record, one long), and the explanation reports exactly that share.
+    now = datetime(2024, 1, 2, tzinfo=UTC)
+    short = Candidate(record=_record("short"), cosine=0.5, bm25=9.0, coverage=0.6)
+    long = Candidate(record=_record("long"), cosine=0.5, bm25=2.0, coverage=0.6)
+    weights = RecallWeights()
+    fused = {c.record.id: (score, breakdown) for score, c, breakdown in fuse([short, long], weights, now)}
+    assert fused["short"][0] == pytest.approx(fused["long"][0])
+    assert fused["short"][1].lexical == pytest.approx(fused["long"][1].lexical)
+    assert fused["short"][1].lexical == pytest.approx(weights.coverage * 0.6 * (1 + weights.session))
+    assert weights.semantic + weights.lexical + weights.coverage == pytest.approx(1.0)
+
+
 
 def test_fuse_lets_the_turn_after_a_strong_match_share_its_relevance() -> None:
     now = datetime(2024, 1, 2, tzinfo=UTC)

@@ -366,7 +366,7 @@ class KnowledgeStore:
         min_score: float = 0.0,
     ) -> list[KnowledgeHit]:
         """The chunks most relevant to `query`, best first, each explained. Same hybrid ranking
-        as memory recall (dense + FTS5 bm25 + coverage, fused with the Memory's weights).
+        as memory recall (dense + FTS5 word matches scored by coverage, fused with the Memory's weights).
         `source` keeps only chunks from that source (or those sources)."""
         self._gate.check()
         query_text = check_text(query, name="query", max_chars=self._max_text_chars)
