@@ -149,7 +149,7 @@ class Memory:
             recall=self._recall, sync=self._sync, owner=self._intake.owner, max_text_chars=self.max_text_chars)
         # What runs of agent teams produced (kickoff outputs, kept for replay), in the namespace's
         # Chroma database: every process of a deployment sees them, and every process erases them.
-        self.runs = RunLog(RunCollection(store.client, self.namespace))
+        self.runs = RunLog(RunCollection(store.client, self.namespace), on_secrets=self.stats.add_secrets)
         self._retained = RetainedRegistry(store, built_in=[self.runs])
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
                                       reader=self._reader, retained=self._retained,
