@@ -15,7 +15,9 @@ replay runs as that kickoff's user (recall and storage included) and is recorded
 
 `task_id` may be the id stored with the kickoff (`mnemic kickoffs show`) or the id of the crew's
 own task at that position, so a crew object built in another process replays too. A replay for
-another user than the kickoff's is refused: the kickoff's outputs are that user's data.
+another user than the kickoff's is refused: the kickoff's outputs are that user's data. The run
+log holds no secret (`core.runs`), so a replay sees "[redacted secret]" where a kickoff's inputs or
+outputs held one; pass `inputs=` to give inputs again.
 """
 
 from __future__ import annotations
