@@ -137,6 +137,9 @@ def _on_execution_start(ctx: Any) -> None:
         # EXECUTION_END never fires for a kickoff whose start was refused.
         _kickoffs.reset(token_stack)
         raise
+    settled = _inputs_for(owner, getattr(ctx, "inputs", None))
+    if settled != inputs:  # a check made it a new kickoff: the saved inputs were the held kickoff's
+        _kickoffs.set((*stack, Kickoff(owner=owner, inputs=settled, steps_before=_steps.get())))
     return None
 
 

@@ -2,7 +2,9 @@
 
 It re-attaches memories CrewAI rebuilt (see `attach.py`), makes `read_only` follow the memory
 policy, and refuses a crew kickoff whose memory has no user. A memory that cannot be used (closed,
-unreachable) refuses the kickoff too: CrewAI would only log each failed call.
+unreachable) refuses the kickoff too: CrewAI would only log each failed call. Once the user is
+known, a crew kickoff resumes the kickoff its crew object holds only when that one is unfinished
+and was the same user's (`resumption.py`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from crewai.hooks.dispatch import HookAborted
 from crewai.memory.memory_scope import MemoryScope, MemorySlice
 
-from . import context
+from . import context, resumption
 from .attach import reattach
 from .identity import DetachedMemoryError
 from .memory import CrewMemory
@@ -36,11 +38,13 @@ def _prepare_kickoff(owner: Any) -> None:
         raise HookAborted(f"mnemic: {exc}", source="mnemic") from exc
     is_crew = hasattr(owner, "tasks") and hasattr(owner, "agents")
     seen: set[int] = set()
+    first: CrewMemory | None = None
     for _, _, current in context.iter_memories(owner):
         mem = current._memory if isinstance(current, (MemoryScope, MemorySlice)) else current
         if not isinstance(mem, CrewMemory) or id(mem) in seen:
             continue
         seen.add(id(mem))
+        first = first or mem
         mem.refresh_read_only()
         if not is_crew or mem.policy_mode() == "off":
             continue  # a flow uses memory only when asked (those calls say what is missing); off uses none
@@ -50,6 +54,13 @@ def _prepare_kickoff(owner: Any) -> None:
             raise HookAborted(f"mnemic: bad user in kickoff inputs: {exc}", source="mnemic") from exc
         if user is None:
             raise HookAborted("mnemic: " + mem.missing_user_message(), source="mnemic")
+    if is_crew and first is not None:
+        # Under every policy, "off" included: what a resumed kickoff returns is the earlier run's output.
+        try:
+            user = first.current_user_id()
+        except (TypeError, ValueError):
+            user = None
+        resumption.settle(owner, user, first.user_key)
 
 
 __all__ = ["check_kickoff"]
