@@ -86,7 +86,7 @@ def test_a_restored_crew_resumes_only_for_the_user_its_checkpoint_was_for(store:
     crew_memory = CrewMemory(store)
     with pytest.raises(Exception, match="provider is down"):
         make_crew(crew_memory, ScriptedLLM(responder=plan_fails), cfg).kickoff(
-            inputs={"user_id": "alice", "message": "I am customer alice."})
+            inputs={"user_id": "alice", "message": "I am customer alice.", "account": "alice-7731"})
     crewai_event_bus.flush()
     saved = catalog.list_checkpoints(cfg.location)
     assert [i.user_id for i in saved] == ["alice"]  # after alice's first task
@@ -100,6 +100,10 @@ def test_a_restored_crew_resumes_only_for_the_user_its_checkpoint_was_for(store:
         assert [t.raw for t in result.tasks_output] == ["Notes for bob.", "Plan for bob."]
         assert len(_task_prompts(llm, INTAKE)) == 1  # bob's first task ran: alice's notes were not reused
         assert not any("alice" in p for p in llm.prompts)
+        # Bob's kickoff record holds his inputs only, not what alice's kickoff was given.
+        bobs = store.runs.get(result.kickoff_id)  # type: ignore[attr-defined]
+        assert bobs is not None and bobs.user_id == "bob"
+        assert bobs.inputs == {"user_id": "bob", "message": "I am customer bob."}
 
         # Kicked off again, the same object holds a finished kickoff: nothing to resume for anyone.
         again = crew.kickoff(inputs={"user_id": "bob", "message": "I am customer bob."})
