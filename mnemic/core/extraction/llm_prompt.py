@@ -1,0 +1,227 @@
+"""The LLM extractor: one structured-output call per turn, its prompt and the parsing of its answer.
+
+The model also sees the user's most similar existing facts under small integer aliases (never raw
+ids) and says, per fact, whether it is new, already known, an update, or a contradiction.
+Malformed output is retried once; after that the caller falls back to the deterministic extractor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..llm import complete_json
+from ..policy import MemoryPolicy
+from .facts import DECISIONS, MAX_FACT_CHARS, ExtractedFact
+from .messages import Message, strip_reasoning
+
+log = logging.getLogger("mnemic.extraction")
+
+_SENSITIVE_RULE = (
+    "- Never record health, religion, politics, sexuality, ethnicity, trade-union membership, criminal "
+    "record, genetic or biometric data, or immigration status, even if the user mentions them."
+)
+
+EXTRACTION_SYSTEM_PROMPT = """You maintain long-term memory about one user of an AI assistant.
+Read the conversation turn and write down what is worth remembering about the user across future
+conversations, as short standalone statements in the third person without a subject, e.g.
+"Lives in Austin.", "Prefers replies in bullet points.", "Owns a Mastercraft Maristar 245.".
+
+Rules:
+- Both sides of the conversation count. If the assistant corrected something the user said, record the
+  corrected fact and set author to "assistant"; otherwise author is "user".
+- Record only what was actually said. Never guess, and never record the assistant's own reasoning.
+- Only record facts in these topics: {topics}. Use the topic name exactly.
+- Never record passwords, API keys, tokens, card numbers, bank account numbers or identity numbers.
+{sensitive}- Facts that come only from a tool result (not from the user or the assistant) get from_tool true.
+- Compare every fact with the existing facts, which are numbered:
+  "keep" when an existing fact already says it (targets: its number),
+  "update" when it refines or changes an existing fact (targets: the numbers it replaces),
+  "invalidate" when it makes existing facts no longer true (targets: their numbers),
+  "insert" when it is new (targets: []). Give a short reason for every decision.
+- If nothing is worth remembering, answer {{"facts": []}}.
+{instructions}Answer with one JSON object only."""
+
+
+def extraction_schema(topics: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string"},
+                        "topic": {"type": "string", "enum": list(topics)},
+                        "author": {"type": "string", "enum": ["user", "assistant"]},
+                        "from_tool": {"type": "boolean"},
+                        "decision": {"type": "string", "enum": list(DECISIONS)},
+                        "targets": {"type": "array", "items": {"type": "integer"}},
+                        "reason": {"type": "string"},
+                    },
+                    "required": ["text", "topic", "author", "from_tool", "decision", "targets", "reason"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["facts"],
+        "additionalProperties": False,
+    }
+
+
+def format_existing(existing: Sequence[tuple[int, str]]) -> str:
+    if not existing:
+        return "(none)"
+    return "\n".join(f"[{alias}] {' '.join(text.split())}" for alias, text in existing)
+
+
+def format_turn(messages: Sequence[Message]) -> str:
+    labels = {"user": "user", "assistant": "assistant", "tool": "tool result", "system": "system"}
+    return "\n".join(f"{labels[m.role]}: {m.content}" for m in messages if m.role != "system")
+
+
+def build_extraction_messages(messages: Sequence[Message], *, policy: MemoryPolicy,
+                              existing: Sequence[tuple[int, str]]) -> list[dict[str, str]]:
+    instructions = f"- Operator guidance: {policy.instructions}\n" if policy.instructions else ""
+    system = EXTRACTION_SYSTEM_PROMPT.format(
+        topics=", ".join(policy.topics),
+        sensitive=_SENSITIVE_RULE + "\n" if policy.exclude_sensitive else "",
+        instructions=instructions,
+    )
+    user = (
+        f"Existing facts about this user:\n{format_existing(existing)}\n\n"
+        f"Conversation turn:\n{format_turn(messages)}"
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def resolve_targets(raw: Any, aliases: Mapping[int, str]) -> list[str]:
+    """Record ids for the aliases a model named; aliases it was never shown are dropped."""
+    if raw is None:
+        return []
+    if isinstance(raw, (int, str)):
+        raw = [raw]
+    if not isinstance(raw, list):
+        raise ValueError("'targets' must be a list of existing-fact numbers")
+    found: list[str] = []
+    for item in raw:
+        try:
+            alias = int(item)
+        except (TypeError, ValueError):
+            raise ValueError(f"target {item!r} is not an existing-fact number") from None
+        record_id = aliases.get(alias)
+        if record_id is None:
+            log.info("the extractor named existing fact [%s], which was not shown; ignored", alias)
+            continue
+        if record_id not in found:
+            found.append(record_id)
+    return found
+
+
+def parse_extraction(payload: Mapping[str, Any], *, aliases: Mapping[int, str],
+                     has_assistant: bool, has_tool: bool) -> list[ExtractedFact]:
+    """Facts from the model's JSON. Raises ValueError when the structure is wrong (then the call
+    is retried); tolerates missing optional fields."""
+    items = payload.get("facts")
+    if not isinstance(items, list):
+        raise ValueError("the answer must be an object with a 'facts' list")
+    facts: list[ExtractedFact] = []
+    for position, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"facts[{position}] must be an object")
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"facts[{position}].text must be a non-empty string")
+        decision = str(item.get("decision") or "insert").lower()
+        if decision not in DECISIONS:
+            raise ValueError(f"facts[{position}].decision must be one of {', '.join(DECISIONS)}")
+        targets = resolve_targets(item.get("targets"), aliases)
+        if decision != "insert" and not targets:
+            decision = "insert"  # nothing (known) to keep, update or invalidate
+        author = str(item.get("author") or "user").lower()
+        if author != "assistant" or not has_assistant:
+            author = "user"
+        from_tool = bool(item.get("from_tool")) and has_tool
+        reason = item.get("reason")
+        facts.append(ExtractedFact(
+            text=" ".join(strip_reasoning(text).split())[:MAX_FACT_CHARS],
+            topic=str(item.get("topic") or "key_details").strip().lower(),
+            author="agent" if from_tool else author,
+            from_tool=from_tool,
+            decision=decision,
+            targets=targets,
+            reason=reason.strip()[:500] if isinstance(reason, str) else "",
+        ))
+    return facts
+
+
+T = TypeVar("T")
+
+
+def ask_structured(
+    llm: Any,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any],
+    parse: Callable[[dict[str, Any]], T],
+    *,
+    on_call: Callable[[], None],
+    on_failure: Callable[[BaseException], None],
+    purpose: str,
+) -> T | None:
+    """One structured call, retried once when the answer is malformed or the call fails.
+    None means both attempts failed: the caller falls back to its rules, and it was logged."""
+    attempt_messages = list(messages)
+    for attempt in (1, 2):
+        on_call()
+        try:
+            return parse(complete_json(llm, attempt_messages, schema))
+        except Exception as exc:  # any provider or parsing failure degrades, it never loses the turn
+            on_failure(exc)
+            log.warning("LLM %s call failed (attempt %d of 2): %s", purpose, attempt, exc)
+            if isinstance(exc, ValueError):
+                attempt_messages = [*messages, {
+                    "role": "user",
+                    "content": f"Your previous answer could not be used: {exc}. Answer again with one JSON "
+                               "object that follows the schema exactly, and nothing else.",
+                }]
+    return None
+
+
+def llm_extract(
+    llm: Any,
+    messages: Sequence[Message],
+    *,
+    policy: MemoryPolicy,
+    existing: Sequence[tuple[int, str]],
+    aliases: Mapping[int, str],
+    on_call: Callable[[], None],
+    on_failure: Callable[[BaseException], None],
+) -> list[ExtractedFact] | None:
+    """Facts (with reconciliation decisions) from one LLM call, or None after two failed tries."""
+    has_assistant = any(m.role == "assistant" for m in messages)
+    has_tool = any(m.role == "tool" for m in messages)
+    return ask_structured(
+        llm,
+        build_extraction_messages(messages, policy=policy, existing=existing),
+        extraction_schema(policy.topics),
+        lambda payload: parse_extraction(payload, aliases=aliases, has_assistant=has_assistant,
+                                         has_tool=has_tool),
+        on_call=on_call,
+        on_failure=on_failure,
+        purpose="extract",
+    )
+
+
+__all__ = [
+    "EXTRACTION_SYSTEM_PROMPT",
+    "ask_structured",
+    "build_extraction_messages",
+    "extraction_schema",
+    "format_existing",
+    "format_turn",
+    "llm_extract",
+    "parse_extraction",
+    "resolve_targets",
+]
