@@ -6,6 +6,8 @@ Two extractors with one output shape (`ExtractedFact`, `facts.py`):
   user's most similar existing facts under small integer aliases (never raw ids) and says, per
   fact, whether it is new, already known, an update, or a contradiction. Malformed output is
   retried once; after that the caller falls back to the deterministic extractor.
+- `task_extract` (`task_rules.py`): no model, for a finished agent task: the task's instructions
+  are never stored; the agent's result yields its declarative sentences (author "agent").
 - `deterministic_extract` (`rules.py`): no model. Sentence segmentation (`sentences.py`);
   questions, greetings, filler and requests are dropped; first- and second-person statements are
   rewritten into standalone ones (`rewrite.py`: "I moved to Austin last year" → "Moved to Austin
@@ -19,6 +21,7 @@ redaction happens before either extractor sees the text.
 from .facts import DECISIONS, MAX_FACT_CHARS, ExtractedFact, topic_allowed
 from .llm_prompt import (
     EXTRACTION_SYSTEM_PROMPT,
+    TASK_EXTRACTION_SYSTEM_PROMPT,
     ask_structured,
     build_extraction_messages,
     extraction_schema,
@@ -30,8 +33,9 @@ from .llm_prompt import (
 )
 from .messages import MAX_MESSAGE_CHARS, ROLES, Message, normalise_messages, strip_reasoning
 from .rewrite import rewrite_assistant_statement, rewrite_user_statement, third_person
-from .rules import deterministic_extract
-from .sentences import segment
+from .rules import deterministic_extract, screen_statement
+from .sentences import is_imperative, is_question, segment
+from .task_rules import task_extract
 from .topics import classify_topic
 from .words import CONTENT_STOPWORDS, content_words, stem
 
@@ -42,6 +46,7 @@ __all__ = [
     "MAX_FACT_CHARS",
     "MAX_MESSAGE_CHARS",
     "ROLES",
+    "TASK_EXTRACTION_SYSTEM_PROMPT",
     "ExtractedFact",
     "Message",
     "ask_structured",
@@ -52,15 +57,19 @@ __all__ = [
     "extraction_schema",
     "format_existing",
     "format_turn",
+    "is_imperative",
+    "is_question",
     "llm_extract",
     "normalise_messages",
     "parse_extraction",
     "resolve_targets",
     "rewrite_assistant_statement",
     "rewrite_user_statement",
+    "screen_statement",
     "segment",
     "stem",
     "strip_reasoning",
+    "task_extract",
     "third_person",
     "topic_allowed",
 ]

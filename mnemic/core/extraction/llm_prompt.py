@@ -15,6 +15,8 @@ from ..llm import complete_json
 from ..policy import MemoryPolicy
 from .facts import DECISIONS, MAX_FACT_CHARS, ExtractedFact
 from .messages import Message, strip_reasoning
+from .sentences import is_question
+from .task_rules import restates
 
 log = logging.getLogger("mnemic.extraction")
 
@@ -22,6 +24,17 @@ _SENSITIVE_RULE = (
     "- Never record health, religion, politics, sexuality, ethnicity, trade-union membership, criminal "
     "record, genetic or biometric data, or immigration status, even if the user mentions them."
 )
+
+_RULES = """- Only record facts in these topics: {topics}. Use the topic name exactly.
+- Never record passwords, API keys, tokens, card numbers, bank account numbers or identity numbers.
+{sensitive}- Facts that come only from a tool result (not from {speakers}) get from_tool true.
+- Compare every fact with the existing facts, which are numbered:
+  "keep" when an existing fact already says it (targets: its number),
+  "update" when it refines or changes an existing fact (targets: the numbers it replaces),
+  "invalidate" when it makes existing facts no longer true (targets: their numbers),
+  "insert" when it is new (targets: []). Give a short reason for every decision.
+- If nothing is worth remembering, answer {{"facts": []}}.
+{instructions}Answer with one JSON object only."""
 
 EXTRACTION_SYSTEM_PROMPT = """You maintain long-term memory about one user of an AI assistant.
 Read the conversation turn and write down what is worth remembering about the user across future
@@ -32,19 +45,27 @@ Rules:
 - Both sides of the conversation count. If the assistant corrected something the user said, record the
   corrected fact and set author to "assistant"; otherwise author is "user".
 - Record only what was actually said. Never guess, and never record the assistant's own reasoning.
-- Only record facts in these topics: {topics}. Use the topic name exactly.
-- Never record passwords, API keys, tokens, card numbers, bank account numbers or identity numbers.
-{sensitive}- Facts that come only from a tool result (not from the user or the assistant) get from_tool true.
-- Compare every fact with the existing facts, which are numbered:
-  "keep" when an existing fact already says it (targets: its number),
-  "update" when it refines or changes an existing fact (targets: the numbers it replaces),
-  "invalidate" when it makes existing facts no longer true (targets: their numbers),
-  "insert" when it is new (targets: []). Give a short reason for every decision.
-- If nothing is worth remembering, answer {{"facts": []}}.
-{instructions}Answer with one JSON object only."""
+""" + _RULES
+
+TASK_EXTRACTION_SYSTEM_PROMPT = """You maintain long-term memory for the user or organisation that a
+team of AI agents works for. An agent has just finished a task. Write down what the task established
+that will be worth knowing in later tasks: facts about the user or organisation, their world
+(customers, products, places, dates, constraints), the decisions taken and the results reached. Each
+is one short statement that stands on its own and names its subject, e.g. "The customer's warehouse
+is in Rotterdam.", "Chose PostgreSQL for the user database.".
+
+Rules:
+- The task is the instruction the agent was given: never record it, or what it asks for, as a fact.
+- Record what the inputs and the agent's result establish. author is "user" for what the inputs say
+  and "agent" for what the result adds.
+- Never record questions, plans, the agent's reasoning, or statements that something is unknown.
+- Record only what was actually said. Never guess.
+""" + _RULES
 
 
-def extraction_schema(topics: Sequence[str]) -> dict[str, Any]:
+def extraction_schema(topics: Sequence[str], *, task: bool = False) -> dict[str, Any]:
+    """The JSON schema of an extraction answer (a task turn's authors are "user" and "agent")."""
+    authors = ["user", "agent"] if task else ["user", "assistant"]
     return {
         "type": "object",
         "properties": {
@@ -55,7 +76,7 @@ def extraction_schema(topics: Sequence[str]) -> dict[str, Any]:
                     "properties": {
                         "text": {"type": "string"},
                         "topic": {"type": "string", "enum": list(topics)},
-                        "author": {"type": "string", "enum": ["user", "assistant"]},
+                        "author": {"type": "string", "enum": authors},
                         "from_tool": {"type": "boolean"},
                         "decision": {"type": "string", "enum": list(DECISIONS)},
                         "targets": {"type": "array", "items": {"type": "integer"}},
@@ -77,23 +98,31 @@ def format_existing(existing: Sequence[tuple[int, str]]) -> str:
     return "\n".join(f"[{alias}] {' '.join(text.split())}" for alias, text in existing)
 
 
-def format_turn(messages: Sequence[Message]) -> str:
-    labels = {"user": "user", "assistant": "assistant", "tool": "tool result", "system": "system"}
+def format_turn(messages: Sequence[Message], *, task: bool = False) -> str:
+    labels = ({"user": "input", "assistant": "agent's result", "tool": "tool result"} if task else
+              {"user": "user", "assistant": "assistant", "tool": "tool result"})
     return "\n".join(f"{labels[m.role]}: {m.content}" for m in messages if m.role != "system")
 
 
 def build_extraction_messages(messages: Sequence[Message], *, policy: MemoryPolicy,
-                              existing: Sequence[tuple[int, str]]) -> list[dict[str, str]]:
+                              existing: Sequence[tuple[int, str]], task: str | None = None
+                              ) -> list[dict[str, str]]:
+    """The prompt for one turn: a conversation, or with `task` a finished task (the instruction
+    shown apart, as what must not be recorded)."""
+    template = EXTRACTION_SYSTEM_PROMPT if task is None else TASK_EXTRACTION_SYSTEM_PROMPT
     instructions = f"- Operator guidance: {policy.instructions}\n" if policy.instructions else ""
-    system = EXTRACTION_SYSTEM_PROMPT.format(
+    system = template.format(
         topics=", ".join(policy.topics),
         sensitive=_SENSITIVE_RULE + "\n" if policy.exclude_sensitive else "",
+        speakers="the user or the assistant" if task is None else "the inputs or the agent",
         instructions=instructions,
     )
-    user = (
-        f"Existing facts about this user:\n{format_existing(existing)}\n\n"
-        f"Conversation turn:\n{format_turn(messages)}"
-    )
+    if task is None:
+        turn = f"Conversation turn:\n{format_turn(messages)}"
+    else:
+        turn = (f"Task given to the agent (an instruction, not a fact):\n{task}\n\n"
+                f"What the task produced:\n{format_turn(messages, task=True)}")
+    user = f"Existing facts about this user:\n{format_existing(existing)}\n\n{turn}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -121,9 +150,9 @@ def resolve_targets(raw: Any, aliases: Mapping[int, str]) -> list[str]:
 
 
 def parse_extraction(payload: Mapping[str, Any], *, aliases: Mapping[int, str],
-                     has_assistant: bool, has_tool: bool) -> list[ExtractedFact]:
+                     has_assistant: bool, has_tool: bool, task: bool = False) -> list[ExtractedFact]:
     """Facts from the model's JSON. Raises ValueError when the structure is wrong (then the call
-    is retried); tolerates missing optional fields."""
+    is retried); tolerates missing optional fields. In a task turn the assistant is the agent."""
     items = payload.get("facts")
     if not isinstance(items, list):
         raise ValueError("the answer must be an object with a 'facts' list")
@@ -141,8 +170,12 @@ def parse_extraction(payload: Mapping[str, Any], *, aliases: Mapping[int, str],
         if decision != "insert" and not targets:
             decision = "insert"  # nothing (known) to keep, update or invalidate
         author = str(item.get("author") or "user").lower()
-        if author != "assistant" or not has_assistant:
+        if author not in ("assistant", "agent") or not has_assistant:
             author = "user"
+        elif task:
+            author = "agent"
+        else:
+            author = "assistant"
         from_tool = bool(item.get("from_tool")) and has_tool
         reason = item.get("reason")
         facts.append(ExtractedFact(
@@ -169,17 +202,19 @@ def ask_structured(
     on_call: Callable[[], None],
     on_failure: Callable[[BaseException], None],
     purpose: str,
+    attempts: int = 2,
 ) -> T | None:
-    """One structured call, retried once when the answer is malformed or the call fails.
-    None means both attempts failed: the caller falls back to its rules, and it was logged."""
+    """One structured call, retried (up to `attempts` calls) when the answer is malformed or the
+    call fails. None means every attempt failed: the caller falls back to its rules, and it was
+    logged."""
     attempt_messages = list(messages)
-    for attempt in (1, 2):
+    for attempt in range(1, attempts + 1):
         on_call()
         try:
             return parse(complete_json(llm, attempt_messages, schema))
         except Exception as exc:  # any provider or parsing failure degrades, it never loses the turn
             on_failure(exc)
-            log.warning("LLM %s call failed (attempt %d of 2): %s", purpose, attempt, exc)
+            log.warning("LLM %s call failed (attempt %d of %d): %s", purpose, attempt, attempts, exc)
             if isinstance(exc, ValueError):
                 attempt_messages = [*messages, {
                     "role": "user",
@@ -198,24 +233,33 @@ def llm_extract(
     aliases: Mapping[int, str],
     on_call: Callable[[], None],
     on_failure: Callable[[BaseException], None],
+    task: str | None = None,
+    attempts: int = 2,
 ) -> list[ExtractedFact] | None:
-    """Facts (with reconciliation decisions) from one LLM call, or None after two failed tries."""
+    """Facts (with reconciliation decisions) from one LLM call, or None after `attempts` failed
+    tries. With `task`, the turn is a finished task (see `task_rules`): a fact that is a question
+    or only restates the task is dropped, whatever the model said."""
     has_assistant = any(m.role == "assistant" for m in messages)
     has_tool = any(m.role == "tool" for m in messages)
-    return ask_structured(
+    facts = ask_structured(
         llm,
-        build_extraction_messages(messages, policy=policy, existing=existing),
-        extraction_schema(policy.topics),
+        build_extraction_messages(messages, policy=policy, existing=existing, task=task),
+        extraction_schema(policy.topics, task=task is not None),
         lambda payload: parse_extraction(payload, aliases=aliases, has_assistant=has_assistant,
-                                         has_tool=has_tool),
+                                         has_tool=has_tool, task=task is not None),
         on_call=on_call,
         on_failure=on_failure,
         purpose="extract",
+        attempts=attempts,
     )
+    if facts is None or task is None:
+        return facts
+    return [f for f in facts if not is_question(f.text) and not restates(f.text, task)]
 
 
 __all__ = [
     "EXTRACTION_SYSTEM_PROMPT",
+    "TASK_EXTRACTION_SYSTEM_PROMPT",
     "ask_structured",
     "build_extraction_messages",
     "extraction_schema",

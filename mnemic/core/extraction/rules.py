@@ -9,7 +9,7 @@ corrected in the same turn is stored corrected, with `author="assistant"`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ..policy import DEFAULT_TOPICS
 from .facts import MAX_FACT_CHARS, ExtractedFact, topic_allowed
@@ -27,6 +27,7 @@ from .sentences import (
     finish_statement,
     has_substance,
     is_filler,
+    is_imperative,
     is_question,
     segment,
 )
@@ -119,7 +120,7 @@ _TOOL_ABOUT_USER = re.compile(
 )
 
 
-def _instruction(sentence: str) -> str | None:
+def standing_instruction(sentence: str) -> str | None:
     """An instruction to the assistant, as a fact about what the user wants, or None."""
     text = expand_contractions(sentence.strip().rstrip(".!"))
     call = _CALL_ME.match(text)
@@ -147,7 +148,7 @@ def _instruction(sentence: str) -> str | None:
     return finish_statement(f"Wants the assistant to {wanted[0].lower() + wanted[1:]}")
 
 
-def _user_fact(clause: str) -> ExtractedFact | None:
+def user_fact(clause: str) -> ExtractedFact | None:
     correction = bool(_CORRECTION.search(clause))
     text = clause.strip()
     explicit = False
@@ -159,7 +160,7 @@ def _user_fact(clause: str) -> ExtractedFact | None:
     text = _HEDGE.sub("", text).strip()
     if not text or is_filler(text) or is_question(text):
         return None
-    instruction = _instruction(text)
+    instruction = standing_instruction(text)
     if instruction:
         return ExtractedFact(text=instruction, topic="explicit_instructions", explicit=True)
     if _CALL_ME.match(text):
@@ -184,7 +185,7 @@ def _user_fact(clause: str) -> ExtractedFact | None:
                          explicit=explicit)
 
 
-def _assistant_fact(clause: str) -> ExtractedFact | None:
+def assistant_fact(clause: str) -> ExtractedFact | None:
     correction = bool(_CORRECTION.search(clause))
     text = _ASSISTANT_LEAD.sub("", expand_contractions(clause.strip())).strip()
     text = _ASSISTANT_LEAD.sub("", text).strip()
@@ -199,7 +200,7 @@ def _assistant_fact(clause: str) -> ExtractedFact | None:
                          correction=correction)
 
 
-def _tool_fact(clause: str) -> ExtractedFact | None:
+def tool_fact(clause: str) -> ExtractedFact | None:
     text = clause.strip()
     if not (10 <= len(text) <= 300) or is_question(text) or CODE_LIKE.search(text):
         return None
@@ -214,18 +215,47 @@ def _tool_fact(clause: str) -> ExtractedFact | None:
 def deterministic_extract(messages: Sequence[Message], *, topics: Sequence[str] = DEFAULT_TOPICS
                           ) -> list[ExtractedFact]:
     """Facts from a turn without any model. See the module docstring for the rules."""
+    facts = collect(messages, {"user": user_fact, "assistant": assistant_fact, "tool": tool_fact})
+    facts = _apply_same_turn_corrections(facts)
+    return [f for f in facts if topic_allowed(f, topics)]
+
+
+FactRule = Callable[[str], "ExtractedFact | None"]
+
+
+def screen_statement(text: str) -> tuple[str | None, str | None]:
+    """What to store when someone (a model calling a remember tool) asks to keep `text`:
+    (statement, None), or (None, "question" / "instruction") when it is not a statement.
+    A standing wish ("Always reply in French.") is kept as what the user wants, and "Remember
+    that …" as what follows it."""
+    remembered = _REMEMBER.match(text.strip())
+    if remembered:
+        text = remembered.group("rest")
+        text = text[:1].upper() + text[1:]
+    pieces = segment(text, clauses=False) or [text]
+    if any(is_question(piece) for piece in pieces):
+        return None, "question"
+    wish = standing_instruction(text.strip()) if len(pieces) == 1 else None
+    if wish is not None:
+        return wish, None
+    if any(is_imperative(piece) or REQUEST_START.match(expand_contractions(piece)) for piece in pieces):
+        return None, "instruction"
+    return text.strip(), None
+
+
+def collect(messages: Sequence[Message], rules: Mapping[str, FactRule], *,
+            whole_sentences: Collection[str] = ()) -> list[ExtractedFact]:
+    """The facts `rules[role]` finds in each piece of each message, in order, each text once.
+    A piece is a first-person clause, or a whole sentence for the roles in `whole_sentences`.
+    A role without a rule (the operator's system prompt) yields nothing."""
     facts: list[ExtractedFact] = []
     seen: set[str] = set()
     for message in messages:
-        if message.role == "system":
-            continue  # the operator's prompt is configuration, not something the user said
-        for clause in segment(message.content):
-            if message.role == "user":
-                fact = _user_fact(clause)
-            elif message.role == "assistant":
-                fact = _assistant_fact(clause)
-            else:
-                fact = _tool_fact(clause)
+        rule = rules.get(message.role)
+        if rule is None:
+            continue
+        for piece in segment(message.content, clauses=message.role not in whole_sentences):
+            fact = rule(piece)
             if fact is None:
                 continue
             key = fact.text.casefold()
@@ -233,8 +263,7 @@ def deterministic_extract(messages: Sequence[Message], *, topics: Sequence[str] 
                 continue
             seen.add(key)
             facts.append(fact)
-    facts = _apply_same_turn_corrections(facts)
-    return [f for f in facts if topic_allowed(f, topics)]
+    return facts
 
 
 def _apply_same_turn_corrections(facts: list[ExtractedFact]) -> list[ExtractedFact]:
@@ -253,10 +282,12 @@ def _apply_same_turn_corrections(facts: list[ExtractedFact]) -> list[ExtractedFa
     return kept
 
 
-# Words that carry no subject matter for comparing two facts: function words, possession and the
-# change markers themselves ("sold", "no longer"), so "Has a boat" and "Sold the boat" share "boat".
-
-
 __all__ = [
+    "assistant_fact",
+    "collect",
     "deterministic_extract",
+    "screen_statement",
+    "standing_instruction",
+    "tool_fact",
+    "user_fact",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 _ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e|approx|Inc|Ltd|Co|No)\.", re.I)
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|(?<=[。！？])")
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|,?\s+(?:and|but|so|plus|while|although|though|whereas)\s+(?=(?:I|my|we|our)\b))\s*"
 )
@@ -45,8 +45,31 @@ _FILLERS = frozenset(
     sorry|my bad|oops|understood|noted|will do|go ahead|continue|done|next|thx|ty|np|k|kk""".replace(
         "\n", "").replace("    ", "").split("|")
 )
+_COMMAND_START = re.compile(
+    r"^(?:please|kindly|make sure|be sure|ensure that|don't|do not|never|always|remember to|"
+    r"(?:can|could|would|will) you|let's|let me|you (?:must|should|need to|have to))\b",
+    re.I,
+)
+_COMMAND_VERBS = frozenset(
+    """add analyse analyze answer ask assess assign book build calculate call categorise categorize check
+    choose classify collect compare compile complete compute confirm consider contact continue convert create
+    decide define delete describe design determine develop document draft edit email estimate evaluate
+    explain extract fetch fill find fix follow format gather generate get give go help identify implement
+    include investigate keep list look make map monitor note notify open organise organize outline parse
+    pick plan predict prepare proceed process produce propose provide rank read recommend record reply report
+    research respond retrieve return review rewrite run save schedule search select send show sort start
+    stop store submit suggest summarise summarize tell track translate try update use validate verify
+    write""".split()
+)
+_OBJECT_STARTS = frozenset(
+    """a an the all any each every some this that these those it its them their his her our my your me us
+    him to up out down back with for from on in into about over what which who whom whose how why when
+    where whether if one two three both only""".split()
+)
 CODE_LIKE = re.compile(r"[{}<>\[\]=;]|^\s*(?:def|class|import|return|SELECT|INSERT)\b|https?://")
-_WORD = re.compile(r"[A-Za-z0-9']+")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# Scripts written without spaces between words (Chinese, Japanese kana and kanji, Thai).
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\u0e00-\u0e7f]")
 
 
 def _normalise_raw(text: str) -> str:
@@ -56,8 +79,9 @@ def _normalise_raw(text: str) -> str:
     return text
 
 
-def segment(text: str) -> list[str]:
-    """Sentences and first-person clauses of `text`, in order."""
+def segment(text: str, *, clauses: bool = True) -> list[str]:
+    """Sentences of `text` in order, each line on its own, bullets removed. With `clauses`, a
+    sentence is also cut where a new first-person clause starts ("…, and I prefer …")."""
     text = _normalise_raw(text)
     protected = _ABBREVIATIONS.sub(lambda m: m.group(0).replace(".", "\x00"), text)
     pieces: list[str] = []
@@ -66,7 +90,7 @@ def segment(text: str) -> list[str]:
         if not line:
             continue
         for sentence in _SENTENCE_END.split(line):
-            for clause in _CLAUSE_SPLIT.split(sentence):
+            for clause in _CLAUSE_SPLIT.split(sentence) if clauses else [sentence]:
                 clause = clause.replace("\x00", ".").strip(" \t\"'")
                 if clause:
                     pieces.append(clause)
@@ -82,10 +106,10 @@ def expand_contractions(text: str) -> str:
 def finish_statement(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip(" ,;:-")
     text = re.sub(r"\s+([,.!?;:])", r"\1", text)
-    text = text.rstrip(".!…")
+    text = text.rstrip(".!…。！")
     if not text:
         return ""
-    return text[0].upper() + text[1:] + "."
+    return text[0].upper() + text[1:] + ("。" if _UNSPACED.match(text[-1]) else ".")
 
 
 _SUBSTANCE_STOP = frozenset(
@@ -99,13 +123,31 @@ _SUBSTANCE_STOP = frozenset(
 
 
 def has_substance(text: str) -> bool:
+    """Whether `text` says something: two words, one of them not a function word (or, in a
+    script written without spaces, four characters of it)."""
+    if len(_UNSPACED.findall(text)) >= 4:
+        return True
     words = [w.lower() for w in _WORD.findall(text)]
     return len(words) >= 2 and any(len(w) > 1 and w not in _SUBSTANCE_STOP for w in words)
 
 
 def is_question(sentence: str) -> bool:
     stripped = sentence.strip()
-    return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
+    return stripped.endswith(("?", "？")) or stripped.startswith("¿") or bool(_QUESTION_START.match(stripped))
+
+
+def is_imperative(sentence: str) -> bool:
+    """Whether `sentence` tells someone to do something ("Record the customer's details.",
+    "Please check…", "Make sure…") rather than stating something. English verbs only; a sentence
+    in another language is taken as a statement."""
+    text = sentence.strip().lstrip("*_#>`- ").strip()
+    if _COMMAND_START.match(text):
+        return True
+    words = text.split(maxsplit=2)
+    if not words or words[0].lower().strip(",:") not in _COMMAND_VERBS or words[0].endswith((":", ",")):
+        return False
+    # "Record the details" is a command; "Plan B was chosen" and "Update: …" are not.
+    return len(words) == 1 or words[1].lower().strip("\"'(") in _OBJECT_STARTS
 
 
 def is_filler(sentence: str) -> bool:
@@ -121,6 +163,7 @@ __all__ = [
     "finish_statement",
     "has_substance",
     "is_filler",
+    "is_imperative",
     "is_question",
     "segment",
 ]
