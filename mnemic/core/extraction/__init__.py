@@ -15,7 +15,7 @@ Two extractors with one output shape (`ExtractedFact`, `facts.py`):
 
 Both sides of the conversation count (a fact the assistant corrected is stored corrected, with
 `author="assistant"`); the model's private reasoning never does (`messages.py` drops it). Secret
-redaction happens before either extractor sees the text.
+redaction happens before either extractor sees the text (see `Conversations._distil`).
 """
 
 from .facts import DECISIONS, MAX_FACT_CHARS, ExtractedFact, topic_allowed
