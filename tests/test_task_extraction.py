@@ -3,9 +3,15 @@ questions, reasoning and "unknown" never are; the LLM prompt keeps the task apar
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from scripted_llm import ScriptedLLM, fact, facts_json
 
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.extraction import Message, task_extract
 from mnemic.core.extraction.llm_prompt import llm_extract
 from mnemic.core.policy import MemoryPolicy
@@ -85,3 +91,68 @@ def test_one_attempt_means_one_call() -> None:
                         policy=MemoryPolicy(mode="auto"), existing=[], aliases={}, on_call=lambda: None,
                         on_failure=failures.append, task="Summarise.", attempts=1)
     assert found is None and len(llm.calls) == 1 and len(failures) == 1
+
+
+# -- Memory.observe(task=..., agent_llm=...) ------------------------------------------------------
+
+TASK_TURN = [{"role": "user", "content": "Our warehouse is in Rotterdam; we ship Tuesdays."},
+             {"role": "assistant", "content": "The customer's warehouse is in Rotterdam and they ship on Tuesdays."}]
+
+
+@pytest.fixture
+def auto(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto") as mem:
+        yield mem
+
+
+def test_a_task_turn_without_any_llm_stores_the_result_not_the_task(auto: Memory) -> None:
+    auto.observe(TASK_TURN, user_id="acme", task=RECORD)
+    auto.drain_writes()
+    records = {r.text: r for r in auto.list(user_id="acme")}
+    result = records["The customer's warehouse is in Rotterdam and they ship on Tuesdays."]
+    assert result.author == "agent" and result.source_kind == "conversation"
+    assert not any("Record" in text for text in records)
+
+
+def test_the_agents_llm_extracts_when_memory_has_none_in_one_call(auto: Memory) -> None:
+    agent_llm = ScriptedLLM(facts_json(fact("The customer's warehouse is in Rotterdam.", author="agent")))
+    auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=agent_llm)
+    auto.drain_writes()
+    assert [r.text for r in auto.list(user_id="acme")] == ["The customer's warehouse is in Rotterdam."]
+    assert len(agent_llm.calls) == 1 and auto.stats.llm_calls["extract"] == 1
+
+
+def test_the_memorys_own_llm_wins_over_the_agents(tmp_path: Path) -> None:
+    own = ScriptedLLM(facts_json(fact("Ships on Tuesdays.", author="agent")))
+    agent_llm = ScriptedLLM(facts_json(fact("Never asked.")))
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto", llm=own) as mem:
+        mem.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=agent_llm)
+        mem.drain_writes()
+        assert [r.text for r in mem.list(user_id="acme")] == ["Ships on Tuesdays."]
+    assert len(own.calls) == 1 and agent_llm.calls == []
+
+
+def test_an_agent_llm_answering_prose_is_asked_once_and_the_rules_take_over(auto: Memory) -> None:
+    agent_llm = ScriptedLLM("The warehouse is in Rotterdam, as far as I can tell!")
+    auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=agent_llm)
+    auto.drain_writes()
+    assert "The customer's warehouse is in Rotterdam and they ship on Tuesdays." in {
+        r.text for r in auto.list(user_id="acme")}
+    stats = auto.stats
+    assert (len(agent_llm.calls), stats.llm_failures, stats.llm_fallbacks) == (1, 1, 1)
+
+
+def test_a_turn_that_yields_nothing_says_why_once(auto: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="mnemic"):
+        for answer in ("UNKNOWN", "I could not find it."):
+            auto.observe([{"role": "assistant", "content": answer}], user_id="acme", task="Where is the warehouse?")
+            auto.drain_writes()
+    said = [r.getMessage() for r in caplog.records if "stored nothing" in r.getMessage()]
+    assert len(said) == 1 and "no LLM is available" in said[0]
+
+
+def test_a_task_must_be_text(auto: Memory) -> None:
+    with pytest.raises(TypeError, match="task must be"):
+        auto.observe(TASK_TURN, user_id="acme", task=42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="llm must be"):
+        auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=object())
