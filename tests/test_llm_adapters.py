@@ -23,7 +23,7 @@ def crewai_llm(*answers: str) -> Any:
     from crewai_helpers import ScriptedLLM as CrewScriptedLLM
 
     replies = list(answers)
-    return CrewScriptedLLM(responder=lambda prompt: replies.pop(0) if len(replies) > 1 else replies[0])
+    return CrewScriptedLLM(extraction=lambda prompt: replies.pop(0) if len(replies) > 1 else replies[0])
 
 
 def langchain_model(*answers: str) -> Any:
@@ -60,7 +60,7 @@ def test_a_framework_model_extracts_facts_for_memory(tmp_path: Path, make: Any) 
 def test_a_crewai_llm_is_sent_the_schema_in_the_system_message() -> None:
     llm = crewai_llm('{"facts": []}')
     assert complete_json(llm, [{"role": "system", "content": "Extract."}, *TURN], SCHEMA) == {"facts": []}
-    (call,) = llm.calls
+    (call,) = llm.extraction_calls
     assert call[0]["role"] == "system" and call[0]["content"].startswith("Extract.")
     assert json.dumps(SCHEMA, separators=(",", ":")) in call[0]["content"]
     assert call[1] == TURN[0]
