@@ -104,6 +104,10 @@ def task_turn(content: str, *, user_key: str) -> TaskTurn:
                   "Result: ")
         if content.startswith(prefix):
             description, expected, result = task.description, task.expected_output, content[len(prefix):]
+        else:
+            # Not the step the hooks recorded (a task run where they could not see it): neither its
+            # template nor its agent's LLM belongs to this text.
+            task = agent = role = None
     if result is None:
         blob = _TASK_BLOB.match(content) or _KICKOFF_BLOB.match(content)
         if blob is not None:
