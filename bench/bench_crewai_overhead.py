@@ -63,13 +63,18 @@ TASKS = [
 ]
 
 
+ANSWER = "The customer would enjoy a quiet weekend by the sea."
+
+
 class InstantLLM(BaseLLM):
     """Answers every request at once with the same prose final answer, and counts the requests."""
 
     _calls: list[int] = PrivateAttr(default_factory=lambda: [0])
+    _answer: str = PrivateAttr(default=ANSWER)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, answer: str = ANSWER, **data: Any) -> None:
         super().__init__(model="bench-instant", **data)
+        self._answer = answer
 
     @property
     def calls(self) -> int:
@@ -78,7 +83,7 @@ class InstantLLM(BaseLLM):
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
              from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:
         self._calls[0] += 1
-        return "Thought: I have what I need.\nFinal Answer: The customer would enjoy a quiet weekend by the sea."
+        return f"Thought: I have what I need.\nFinal Answer: {self._answer}"
 
     def supports_function_calling(self) -> bool:
         return False
@@ -162,6 +167,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--prefill", type=int, default=50, help="facts stored per user before the run")
     parser.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
+    parser.add_argument("--answer", default=ANSWER,
+                        help="the fake LLM's final answer to every task (a statement is a fact to learn)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
 
@@ -172,7 +179,7 @@ def main() -> None:
         memory.set_policy(mode="auto")
         prefill(memory, total, args.prefill)
         crew_memory = TimedCrewMemory(memory)
-        llms = {name: InstantLLM() for name in ("none", "mnemic", "crewai")}
+        llms = {name: InstantLLM(args.answer) for name in ("none", "mnemic", "crewai")}
         crews = {
             "none": build_crew(llms["none"], False),
             "mnemic": build_crew(llms["mnemic"], crew_memory),
@@ -208,6 +215,7 @@ def main() -> None:
             "tasks_per_kickoff": tasks,
             "kickoffs": args.kickoffs,
             "prefill_per_user": args.prefill,
+            "answer": args.answer,
             "kickoff_without_memory": quantiles(without),
             "kickoff_with_memory": quantiles(with_memory),
             "kickoff_with_crewai_memory": quantiles(seconds["crewai"]),

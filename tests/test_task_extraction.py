@@ -38,7 +38,8 @@ def test_a_third_person_answer_is_kept_whole_and_the_instruction_never() -> None
     "UNKNOWN", "Where is the warehouse?", "I have recorded the details.", "Here is the summary:",
     "Make sure to confirm the address with the customer.", "The ship date is not specified.",
     "Thought: I should check the CRM first.", "```python\nprint('x')\n```",
-    "The customer's logistics details have been recorded.",
+    "The customer's logistics details have been recorded.", "Noted, thank you.", "Certainly! Here are the details:",
+    "Happy to help. Let me know if you need anything else.",
 ])
 def test_what_is_not_a_fact_is_dropped(result: str) -> None:
     assert texts(result, task="Record the customer's logistics details.") == []
@@ -50,6 +51,11 @@ def test_markdown_lists_tables_and_json_give_one_fact_each() -> None:
     assert texts(report) == ["Plan: Enterprise, renewed in March.", "Renewal owner is Dana Kim.", "Budget: $5,000."]
     assert texts('{"warehouse_city": "Rotterdam", "ship_days": ["Tue", "Thu"], "notes": null}') == [
         "Warehouse city: Rotterdam.", "Ship days: Tue, Thu."]
+
+
+def test_courtesy_around_a_fact_is_dropped_and_the_fact_kept() -> None:
+    assert texts("Thanks for the details, the warehouse is in Rotterdam.") == ["The warehouse is in Rotterdam."]
+    assert texts("Great question! The order ships Friday.") == ["The order ships Friday."]
 
 
 def test_leads_are_removed_and_a_recommendation_is_kept_as_a_decision() -> None:

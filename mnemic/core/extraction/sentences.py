@@ -42,7 +42,8 @@ _FILLERS = frozenset(
     have a nice day|have a good day|have a great day|take care|cheers|you're welcome|welcome|please|indeed|
     exactly|agreed|makes sense|that makes sense|that's great|that's helpful|that helps|that's it|
     that is all|that's all|never mind|nevermind|wow|oh|ah|well|interesting|me too|same here|not really|
-    sorry|my bad|oops|understood|noted|will do|go ahead|continue|done|next|thx|ty|np|k|kk""".replace(
+    sorry|my bad|oops|understood|noted|will do|go ahead|continue|done|next|thx|ty|np|k|kk|certainly|absolutely|
+    great question|good question|excellent question|my pleasure|no worries|happy to help|glad to help""".replace(
         "\n", "").replace("    ", "").split("|")
 )
 _COMMAND_START = re.compile(
@@ -151,7 +152,13 @@ def is_imperative(sentence: str) -> bool:
 
 
 def is_filler(sentence: str) -> bool:
-    key = re.sub(r"[^\w' ]+", "", sentence.lower()).strip()
+    """Whether `sentence` says nothing: a greeting, thanks, "ok" - or only such phrases, joined
+    by commas ("Noted, thank you.")."""
+    return all(_filler_piece(piece) for piece in re.split(r"[,;]", sentence))
+
+
+def _filler_piece(piece: str) -> bool:
+    key = re.sub(r"[^\w' ]+", "", piece.lower()).strip()
     key = re.sub(r"\s+", " ", key)
     return not key or key in _FILLERS
 

@@ -44,6 +44,11 @@ _LABEL_LEAD = re.compile(
     r"result|results|outcome|note|notes|key (?:facts|points|details|findings)|findings|details)\s*[:,–—-]\s*",
     re.I,
 )
+_COURTESY_LEAD = re.compile(
+    r"^(?:thanks?(?: you)?(?: for [^,.!]*)?|ok(?:ay)?|sure|certainly|great|got it|noted|understood|of course|"
+    r"absolutely|done)\s*[,:!.–—-]+\s*",
+    re.I,
+)
 _SOURCE_LEAD = re.compile(
     r"^(?:based on|according to|as (?:stated|mentioned|described|noted|given) in|from|per)\s+"
     r"(?:the|this|that|your|my|our|their)\b[^,]{0,80},\s*",
@@ -62,7 +67,9 @@ _NARRATION = re.compile(
     r"^(?:I|I am|I have|I will|I would|I can|I could|I did|I was|me|my|let me|let's|we will|we are going to|"
     r"we have (?:now )?(?:recorded|noted|saved|completed|finished|reviewed|analy[sz]ed)|here is|here are|"
     r"here's|below is|below are|the following|as an ai|this (?:report|summary|document|answer|response|"
-    r"analysis|list|table) (?:is|contains|provides|lists|outlines|covers|summari[sz]es|includes))\b",
+    r"analysis|list|table) (?:is|contains|provides|lists|outlines|covers|summari[sz]es|includes)|"
+    r"let me know|feel free|hope (?:this|that) helps|happy to help|glad to help|thanks? (?:you )?for|"
+    r"if you (?:have|need|want|would like))\b",
     re.I,
 )
 _UNKNOWN = re.compile(
@@ -118,7 +125,7 @@ def _json_lines(text: str) -> list[str] | None:
 def result_fact(sentence: str) -> ExtractedFact | None:
     """A sentence of an agent's result as a standalone fact, or None when it is not one."""
     text = " ".join(sentence.split()).strip(" -*•>")
-    for lead in (_LABEL_LEAD, _SOURCE_LEAD, _FINDING_LEAD):
+    for lead in (_COURTESY_LEAD, _LABEL_LEAD, _SOURCE_LEAD, _FINDING_LEAD):
         text = lead.sub("", text).strip()
     if not text or text.endswith(":") or is_filler(text) or is_question(text) or _CODE_SHAPE.search(text):
         return None
