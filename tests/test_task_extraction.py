@@ -53,6 +53,11 @@ def test_markdown_lists_tables_and_json_give_one_fact_each() -> None:
         "Warehouse city: Rotterdam.", "Ship days: Tue, Thu."]
 
 
+def test_an_answer_that_picks_from_the_tasks_own_words_is_kept() -> None:
+    task = "Find out whether the customer's warehouse is in Rotterdam or Antwerp."
+    assert texts("The customer's warehouse is in Rotterdam.", task=task) == ["The customer's warehouse is in Rotterdam."]
+
+
 def test_courtesy_around_a_fact_is_dropped_and_the_fact_kept() -> None:
     assert texts("Thanks for the details, the warehouse is in Rotterdam.") == ["The warehouse is in Rotterdam."]
     assert texts("Great question! The order ships Friday.") == ["The order ships Friday."]
@@ -138,14 +143,19 @@ def test_the_memorys_own_llm_wins_over_the_agents(tmp_path: Path) -> None:
     assert len(own.calls) == 1 and agent_llm.calls == []
 
 
-def test_an_agent_llm_answering_prose_is_asked_once_and_the_rules_take_over(auto: Memory) -> None:
-    agent_llm = ScriptedLLM("The warehouse is in Rotterdam, as far as I can tell!")
-    auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=agent_llm)
-    auto.drain_writes()
+def test_an_agent_llm_answering_prose_is_asked_once_and_the_rules_take_over(
+        auto: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    agent_llm = ScriptedLLM(default="The warehouse is in Rotterdam, as far as I can tell!")
+    with caplog.at_level(logging.WARNING, logger="mnemic"):
+        for _ in range(2):  # every task of a crew whose model cannot answer in JSON
+            auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=agent_llm)
+            auto.drain_writes()
     assert "The customer's warehouse is in Rotterdam and they ship on Tuesdays." in {
         r.text for r in auto.list(user_id="acme")}
     stats = auto.stats
-    assert (len(agent_llm.calls), stats.llm_failures, stats.llm_fallbacks) == (1, 1, 1)
+    assert (len(agent_llm.calls), stats.llm_failures, stats.llm_fallbacks) == (2, 2, 2)
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1 and "the agent's LLM could not extract memories (the answer is not JSON" in said[0]
 
 
 def test_a_turn_that_yields_nothing_says_why_once(auto: Memory, caplog: pytest.LogCaptureFixture) -> None:

@@ -73,7 +73,7 @@ class Conversations:
         self._embedder = embedder
         # Turns seen under `explicit`, per (user, session), for memorize(); touched only by the writer.
         self._sessions: OrderedDict[tuple[str, str], SessionBuffer] = OrderedDict()
-        self._explained: set[str] = set()  # why extraction stored nothing, said once each
+        self._explained: set[str] = set()  # what the log was told once (why nothing was stored...)
 
     def observe(self, messages: Any, *, user_id: str | None, session_id: str | None, turn: int | None,
                 memory: bool, scope: str | None, metadata: dict[str, Any] | None, task: str | None = None,
@@ -176,21 +176,33 @@ class Conversations:
         instruction = self._redacted(task) if task is not None else None
         self._stats.bump("turns_extracted")
         facts: list[ExtractedFact] | None = None
-        # The Memory's own LLM is retried once; an agent's LLM is borrowed for one call, as the
-        # framework that runs the agent would make.
+        # The Memory's own LLM is retried once and each failure logged; an agent's LLM is borrowed
+        # for one call, as the framework that runs the agent would make, and a model that does not
+        # answer in JSON is said once (it would be every task).
         own = self._llm()
-        llm, attempts = (own, 2) if own is not None else (agent_llm, 1)
+        borrowed = own is None and agent_llm is not None
+        llm = own if own is not None else agent_llm
         if llm is not None:
             existing, aliases = self._existing_for_prompt(owner, clean)
+            failures: list[BaseException] = []
+
+            def failed(exc: BaseException) -> None:
+                failures.append(exc)
+                self._stats.bump("llm_failures")
+
             facts = llm_extract(
                 llm, clean, policy=policy, existing=existing, aliases=aliases,
-                on_call=lambda: self._stats.add_llm_call("extract"),
-                on_failure=lambda exc: self._stats.bump("llm_failures"),
-                task=instruction, attempts=attempts,
+                on_call=lambda: self._stats.add_llm_call("extract"), on_failure=failed,
+                task=instruction, attempts=1 if borrowed else 2,
+                log_level=logging.DEBUG if borrowed else logging.WARNING,
             )
             if facts is None:
                 self._stats.bump("llm_fallbacks")
-                log.warning("LLM extraction failed; the deterministic extractor handles this turn")
+                if borrowed:
+                    self._say_once("agent llm", f"the agent's LLM could not extract memories ({failures[-1]}); "
+                                                "mnemic's rules extract instead (counted in Memory.stats)")
+                else:
+                    log.warning("LLM extraction failed; the deterministic extractor handles this turn")
         by_llm = facts is not None
         if facts is None:
             facts = (deterministic_extract(clean, topics=policy.topics) if instruction is None
@@ -249,10 +261,13 @@ class Conversations:
             reason = ("rules", "no LLM is configured, and the rules found no statement about the user (they "
                                "keep the user's first-person statements and the assistant's 'you …' ones); "
                                "give the Memory an llm= to extract more")
-        if reason[0] in self._explained:
+        self._say_once(reason[0], f"automatic extraction stored nothing from a turn: {reason[1]}")
+
+    def _say_once(self, key: str, message: str) -> None:
+        if key in self._explained:
             return
-        self._explained.add(reason[0])
-        log.warning("automatic extraction stored nothing from a turn: %s. Said once per reason.", reason[1])
+        self._explained.add(key)
+        log.warning("%s. Said once.", message)
 
     def _existing_for_prompt(self, owner: str, messages: list[Message]
                              ) -> tuple[list[tuple[int, str]], dict[int, str]]:

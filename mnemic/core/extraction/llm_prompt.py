@@ -203,10 +203,11 @@ def ask_structured(
     on_failure: Callable[[BaseException], None],
     purpose: str,
     attempts: int = 2,
+    log_level: int = logging.WARNING,
 ) -> T | None:
     """One structured call, retried (up to `attempts` calls) when the answer is malformed or the
-    call fails. None means every attempt failed: the caller falls back to its rules, and it was
-    logged."""
+    call fails. None means every attempt failed: the caller falls back to its rules, and each
+    failure was logged at `log_level` and handed to `on_failure`."""
     attempt_messages = list(messages)
     for attempt in range(1, attempts + 1):
         on_call()
@@ -214,7 +215,7 @@ def ask_structured(
             return parse(complete_json(llm, attempt_messages, schema))
         except Exception as exc:  # any provider or parsing failure degrades, it never loses the turn
             on_failure(exc)
-            log.warning("LLM %s call failed (attempt %d of %d): %s", purpose, attempt, attempts, exc)
+            log.log(log_level, "LLM %s call failed (attempt %d of %d): %s", purpose, attempt, attempts, exc)
             if isinstance(exc, ValueError):
                 attempt_messages = [*messages, {
                     "role": "user",
@@ -235,6 +236,7 @@ def llm_extract(
     on_failure: Callable[[BaseException], None],
     task: str | None = None,
     attempts: int = 2,
+    log_level: int = logging.WARNING,
 ) -> list[ExtractedFact] | None:
     """Facts (with reconciliation decisions) from one LLM call, or None after `attempts` failed
     tries. With `task`, the turn is a finished task (see `task_rules`): a fact that is a question
@@ -251,6 +253,7 @@ def llm_extract(
         on_failure=on_failure,
         purpose="extract",
         attempts=attempts,
+        log_level=log_level,
     )
     if facts is None or task is None:
         return facts

@@ -150,10 +150,15 @@ def _agent(text: str, correction: bool = False) -> ExtractedFact:
 
 
 def restates(text: str, task: str) -> bool:
-    """Whether `text` says nothing the task's own words do not ("The logistics details of the
-    customer were recorded." for "Record the customer's logistics details")."""
+    """Whether `text` only gives the task back: no word the task does not use, and either a word
+    saying the work was done ("The logistics details of the customer were recorded.") or most of
+    the task's own words. A choice between what the task named ("The warehouse is in Rotterdam."
+    for "Is the warehouse in Rotterdam or Antwerp?") is an answer, not a restatement."""
     words = content_words(text)
-    return bool(words) and words <= content_words(task) | _DONE_WORDS
+    task_words = content_words(task)
+    if not words or not words <= task_words | _DONE_WORDS:
+        return False
+    return bool(words & _DONE_WORDS) or len(words & task_words) >= 0.8 * len(task_words)
 
 
 _DONE_WORDS = content_words("done completed recorded noted saved captured documented extracted summarised "
