@@ -55,7 +55,8 @@ def test_markdown_lists_tables_and_json_give_one_fact_each() -> None:
 
 def test_an_answer_that_picks_from_the_tasks_own_words_is_kept() -> None:
     task = "Find out whether the customer's warehouse is in Rotterdam or Antwerp."
-    assert texts("The customer's warehouse is in Rotterdam.", task=task) == ["The customer's warehouse is in Rotterdam."]
+    answer = "The customer's warehouse is in Rotterdam."
+    assert texts(answer, task=task) == [answer]
 
 
 def test_courtesy_around_a_fact_is_dropped_and_the_fact_kept() -> None:
