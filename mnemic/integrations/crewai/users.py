@@ -39,10 +39,10 @@ class UnknownUserError(RuntimeError):
 
 
 def _from_state(state: Any, key: str) -> Any:
-    """The user a flow's state holds under `key` (a dict state or a model state), or None."""
-    if isinstance(state, Mapping):
-        return state.get(key)
-    return getattr(state, key, None)
+    """The user a flow's state holds under `key` (a dict state or a model state), or None. A blank
+    value is a field not filled in yet (a state model's default), not a user."""
+    value = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 class UserBinding:
