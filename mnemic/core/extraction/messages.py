@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..validation import scrub
+
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 _ROLE_ALIASES = {
     "human": "user", "user": "user",
@@ -90,7 +92,8 @@ def normalise_messages(messages: Any, *, name: str = "messages") -> list[Message
                 f"{name}[{position}] has role {role_value!r}; use one of {', '.join(ROLES)} "
                 "(LangChain's human/ai/tool are accepted too)"
             )
-        text = strip_reasoning(_content_text(content))
+        # A conversation is taken as it comes: text no store can keep is repaired, not refused.
+        text = scrub(strip_reasoning(_content_text(content)))
         if text:
             result.append(Message(role=role, content=text[:MAX_MESSAGE_CHARS]))
     return result
