@@ -8,9 +8,9 @@
 Layout (names are digests, so any thread id or namespace is a safe file name on every filesystem;
 each file says in its content which thread, namespace and checkpoint it holds):
 
-    threads/<thread>.json                                    the thread's id and user
-    checkpoints/<thread>/<namespace>/<checkpoint>/checkpoint.json
-    checkpoints/<thread>/<namespace>/<checkpoint>/writes-<task>.json
+    threads/<thread>.json                             the thread's id and user
+    checkpoints/<thread>/<namespace>/<checkpoint>.json
+    writes/<thread>/<namespace>/<checkpoint>/<task>.json
 
 Every file is written atomically (temp file, fsync, `os.replace`, directory fsync: see
 `mnemic.core.durable`), so a crash leaves the old file or the new one, never a torn one. Serialised
@@ -39,6 +39,7 @@ from .langgraph_saver import (
     CHECKPOINTS_LABEL,
     METADATA_AS_JSON,
     THREADS_LABEL,
+    WRITES_LABEL,
     CheckpointRow,
     LangGraphSaver,
     Ref,
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
 
     from ..core.memory import Memory
 
-CHECKPOINT_FILE = "checkpoint.json"
-WRITES_PREFIX = "writes-"
 _PLAIN_ID = re.compile(r"[0-9a-f][0-9a-f-]{7,63}")  # LangGraph's uuid6 ids keep their own name
 
 
@@ -62,7 +61,7 @@ def _digest(prefix: str, value: str, length: int = 40) -> str:
     return prefix + hashlib.sha256(value.encode("utf-8")).hexdigest()[:length]
 
 
-def _checkpoint_dir_name(checkpoint_id: str) -> str:
+def _checkpoint_name(checkpoint_id: str) -> str:
     # Plain ids are their own names, so a namespace lists in order without opening any file;
     # 'h' is not a hex digit, so a digest name never looks like a plain id.
     return checkpoint_id if _PLAIN_ID.fullmatch(checkpoint_id) else _digest("h", checkpoint_id)
@@ -99,11 +98,16 @@ def _remove_tree(directory: Path) -> None:
         fsync_directory(directory.parent)
 
 
+def _remove_owned(path: Path) -> None:
+    remove_durably(path)
+    remove_durably(Path(str(path) + OWNER_SUFFIX))
+
+
 class JsonCheckpointSaver(LangGraphSaver):
     """A LangGraph checkpointer on a directory of JSON files (see the module docstring); sync and async.
 
     `memory=` registers the directory with that Memory's namespace, so `memory.forget(user_id=...)`
-    deletes the user's threads (reported as "threads" and "thread checkpoints").
+    deletes the user's threads (reported as "threads", "thread checkpoints" and "thread writes").
     """
 
     def __init__(self, directory: str | Path, *, memory: Memory | None = None,
@@ -112,8 +116,9 @@ class JsonCheckpointSaver(LangGraphSaver):
         self.directory = Path(directory).expanduser().resolve()
         self.threads_dir = self.directory / "threads"
         self.checkpoints_dir = self.directory / "checkpoints"
-        self.threads_dir.mkdir(parents=True, exist_ok=True)
-        self.checkpoints_dir.mkdir(parents=True, exist_ok=True)
+        self.writes_dir = self.directory / "writes"
+        for folder in (self.threads_dir, self.checkpoints_dir, self.writes_dir):
+            folder.mkdir(parents=True, exist_ok=True)
         retain_in(memory, self.retained_places())
 
     def __repr__(self) -> str:
@@ -125,7 +130,8 @@ class JsonCheckpointSaver(LangGraphSaver):
     def retained_places(self) -> list[RetainedPlace]:
         """Where this saver keeps users' data, as `Memory.retain` takes it."""
         return [RetainedPlace(label=THREADS_LABEL, kind="files", path=str(self.threads_dir)),
-                RetainedPlace(label=CHECKPOINTS_LABEL, kind="files", path=str(self.checkpoints_dir))]
+                RetainedPlace(label=CHECKPOINTS_LABEL, kind="files", path=str(self.checkpoints_dir)),
+                RetainedPlace(label=WRITES_LABEL, kind="files", path=str(self.writes_dir))]
 
     # -- paths --------------------------------------------------------------------------------------
 
@@ -135,8 +141,13 @@ class JsonCheckpointSaver(LangGraphSaver):
     def _thread_dir(self, thread_id: str) -> Path:
         return self.checkpoints_dir / _digest("t", thread_id)
 
-    def _checkpoint_dir(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Path:
-        return self._thread_dir(thread_id) / _digest("n", checkpoint_ns, 32) / _checkpoint_dir_name(checkpoint_id)
+    def _checkpoint_file(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Path:
+        return (self._thread_dir(thread_id) / _digest("n", checkpoint_ns, 32)
+                / (_checkpoint_name(checkpoint_id) + ".json"))
+
+    def _writes_dir(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Path:
+        return (self.writes_dir / _digest("t", thread_id) / _digest("n", checkpoint_ns, 32)
+                / _checkpoint_name(checkpoint_id))
 
     def _write(self, path: Path, document: dict[str, Any], owner: str | None) -> None:
         if owner is not None:
@@ -158,12 +169,13 @@ class JsonCheckpointSaver(LangGraphSaver):
         return owner
 
     def _mark_thread(self, thread_id: str, owner: str | None) -> None:
+        if owner is not None:
+            for path in sorted((self.writes_dir / _digest("t", thread_id)).rglob("*.json")):
+                mark_owner(path, owner)
         for path in sorted(self._thread_dir(thread_id).rglob("*.json")):
-            if path.name == CHECKPOINT_FILE and (document := _read(path)) is not None:
+            if (document := _read(path)) is not None:
                 document["user_id"] = owner
                 self._write(path, document, owner)
-            elif owner is not None:
-                mark_owner(path, owner)
 
     # -- storage primitives -------------------------------------------------------------------------
 
@@ -183,18 +195,15 @@ class JsonCheckpointSaver(LangGraphSaver):
             for ns_dir in ns_dirs:
                 if not ns_dir.is_dir():
                     continue
-                for checkpoint_dir in ns_dir.iterdir():
-                    body = checkpoint_dir / CHECKPOINT_FILE
-                    if not body.is_file():
-                        continue  # erased by `forget` or half-removed: not a checkpoint
-                    if _PLAIN_ID.fullmatch(checkpoint_dir.name):
-                        refs.append(Ref(checkpoint_dir.name, checkpoint_dir))
+                for body in ns_dir.glob("[!.]*.json"):  # not temp files (".name.tmp") nor sidecars
+                    if _PLAIN_ID.fullmatch(body.stem):
+                        refs.append(Ref(body.stem, body))
                     elif (document := _read(body)) is not None:
-                        refs.append(Ref(str(document["checkpoint_id"]), checkpoint_dir))
+                        refs.append(Ref(str(document["checkpoint_id"]), body))
         return refs
 
     def _row(self, ref: Ref) -> CheckpointRow | None:
-        document = _read(ref.locator / CHECKPOINT_FILE)
+        document = _read(ref.locator)
         if document is None:
             return None
         return CheckpointRow(
@@ -204,11 +213,11 @@ class JsonCheckpointSaver(LangGraphSaver):
             checkpoint=_typed_in(document["checkpoint"]), metadata=_typed_in(document["metadata"]))
 
     def _writes(self, row: CheckpointRow) -> list[WriteRow]:
-        directory = self._checkpoint_dir(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        directory = self._writes_dir(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
         found: list[WriteRow] = []
         if not directory.is_dir():
             return found
-        for path in directory.glob(WRITES_PREFIX + "*.json"):
+        for path in directory.glob("[!.]*.json"):
             document = _read(path)
             if document is not None:
                 found.extend(self._write_rows(document))
@@ -226,11 +235,11 @@ class JsonCheckpointSaver(LangGraphSaver):
 
     def _save(self, row: CheckpointRow) -> None:
         owner = self._claim(row.thread_id, row.user_id)
-        directory = self._checkpoint_dir(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
-        self._write(directory / CHECKPOINT_FILE, self._checkpoint_document(row, owner), owner)
+        key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        self._write(self._checkpoint_file(*key), self._checkpoint_document(row, owner), owner)
 
     def _writes_file(self, key: tuple[str, str, str], task_id: str) -> Path:
-        return self._checkpoint_dir(*key) / (WRITES_PREFIX + _digest("", task_id, 32) + ".json")
+        return self._writes_dir(*key) / (_digest("w", task_id, 32) + ".json")
 
     def _save_writes(self, row_key: tuple[str, str, str], user: str | None, writes: list[WriteRow],
                      replace_existing: bool) -> None:
@@ -252,13 +261,15 @@ class JsonCheckpointSaver(LangGraphSaver):
 
     def _remove_thread(self, thread_id: str) -> None:
         _remove_tree(self._thread_dir(thread_id))
-        manifest = self._manifest(thread_id)
-        remove_durably(manifest)
-        remove_durably(Path(str(manifest) + OWNER_SUFFIX))
+        _remove_tree(self.writes_dir / _digest("t", thread_id))
+        _remove_owned(self._manifest(thread_id))
 
     def _remove(self, refs: Sequence[Ref]) -> None:
         for ref in refs:
-            _remove_tree(ref.locator)
+            row = self._row(ref)
+            _remove_owned(ref.locator)
+            if row is not None:
+                _remove_tree(self._writes_dir(row.thread_id, row.checkpoint_ns, row.checkpoint_id))
 
     def _insert_thread(self, rows: Sequence[tuple[CheckpointRow, list[WriteRow]]], owner: str | None) -> None:
         self._claim(rows[0][0].thread_id, owner)
@@ -269,7 +280,7 @@ class JsonCheckpointSaver(LangGraphSaver):
                 by_task.setdefault(write.task_id, []).append(write)
             for task_id, task_writes in by_task.items():
                 self._write_task(self._writes_file(key, task_id), task_writes, owner)
-            self._write(self._checkpoint_dir(*key) / CHECKPOINT_FILE, self._checkpoint_document(row, owner), owner)
+            self._write(self._checkpoint_file(*key), self._checkpoint_document(row, owner), owner)
 
 
 __all__ = ["JsonCheckpointSaver"]

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 THREADS_LABEL = "threads"
 CHECKPOINTS_LABEL = "thread checkpoints"
+WRITES_LABEL = "thread writes"
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 METADATA_AS_JSON = "json"
 
@@ -461,6 +462,7 @@ def retain_in(memory: Memory | None, places: Sequence[RetainedPlace]) -> None:
 __all__ = [
     "CHECKPOINTS_LABEL",
     "THREADS_LABEL",
+    "WRITES_LABEL",
     "CheckpointRow",
     "LangGraphSaver",
     "Ref",

@@ -28,6 +28,7 @@ from ..core.retention import RetainedPlace
 from .langgraph_saver import (
     CHECKPOINTS_LABEL,
     THREADS_LABEL,
+    WRITES_LABEL,
     CheckpointRow,
     LangGraphSaver,
     Ref,
@@ -88,7 +89,7 @@ class SqliteCheckpointSaver(LangGraphSaver):
     """A LangGraph checkpointer on a SQLite file (see the module docstring); sync and async.
 
     `memory=` registers the file with that Memory's namespace, so `memory.forget(user_id=...)`
-    deletes the user's threads (reported as "threads" and "thread checkpoints").
+    deletes the user's threads (reported as "threads", "thread checkpoints" and "thread writes").
     """
 
     def __init__(self, path: str | Path, *, memory: Memory | None = None,
@@ -121,8 +122,8 @@ class SqliteCheckpointSaver(LangGraphSaver):
     def retained_places(self) -> list[RetainedPlace]:
         """Where this saver keeps users' data, as `Memory.retain` takes it."""
         return [RetainedPlace(label=THREADS_LABEL, kind="sqlite", path=str(self.path), tables=("threads",)),
-                RetainedPlace(label=CHECKPOINTS_LABEL, kind="sqlite", path=str(self.path),
-                              tables=("checkpoints", "writes"))]
+                RetainedPlace(label=CHECKPOINTS_LABEL, kind="sqlite", path=str(self.path), tables=("checkpoints",)),
+                RetainedPlace(label=WRITES_LABEL, kind="sqlite", path=str(self.path), tables=("writes",))]
 
     # -- storage primitives -------------------------------------------------------------------------
 
