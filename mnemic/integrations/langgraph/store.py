@@ -76,7 +76,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ...core.notes import Note, NoteRefusedError, NoteStore
+from ...core.notes import Note, NoteRefusedError
 from ...core.policy import PolicyError
 from ...core.scopes import MAX_SCOPE_DEPTH, MAX_SCOPE_LENGTH
 from ...core.validation import MAX_USER_ID_CHARS
@@ -155,7 +155,7 @@ class MnemicStore(BaseStore):
         if on_refused not in ON_REFUSED:
             raise ValueError(f"on_refused must be one of {', '.join(ON_REFUSED)}, got {on_refused!r}")
         self.memory = memory
-        self.notes = NoteStore(memory)
+        self.notes = memory.notes
         self.index = StoreIndex(memory, index)
         self.index_config: dict[str, Any] = self.index.config
         self.embeddings = self.index.embeddings
