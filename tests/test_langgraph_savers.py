@@ -288,3 +288,31 @@ def test_a_saver_reopened_on_the_same_storage_sees_the_threads(make_saver: Make)
     graph.invoke({"log": ["start"]}, _config("t", "alice"))
     reopened = _graph(make_saver())
     assert reopened.invoke(Command(resume="later"), _config("t", "alice"))["log"][-1] == "review: later"
+
+
+def test_several_processes_share_one_sqlite_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "shared.sqlite"
+    code = (
+        "import sys\n"
+        "from langgraph.checkpoint.conformance.test_utils import generate_checkpoint, generate_metadata\n"
+        "from mnemic.checkpoints import SqliteCheckpointSaver\n"
+        "saver = SqliteCheckpointSaver(sys.argv[1])\n"
+        "parent = None\n"
+        "for n in range(10):\n"
+        "    config = {'configurable': {'thread_id': sys.argv[2], 'checkpoint_ns': '', 'user_id': sys.argv[2]}}\n"
+        "    if parent: config['configurable']['checkpoint_id'] = parent['configurable']['checkpoint_id']\n"
+        "    parent = saver.put(config, generate_checkpoint(), generate_metadata(step=n), {})\n"
+        "    saver.put_writes(parent, [('ch', n)], f'task{n}')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    workers = [subprocess.Popen([sys.executable, "-c", code, str(path), f"user{n}"], env=env) for n in range(3)]
+    assert [w.wait(timeout=120) for w in workers] == [0, 0, 0]
+
+    saver = SqliteCheckpointSaver(path)
+    for n in range(3):
+        history = list(saver.list(_config(f"user{n}", f"user{n}")))
+        assert len(history) == 10 and all(len(t.pending_writes or []) == 1 for t in history)
+    saver.close()

@@ -24,7 +24,6 @@ directory, or use `SqliteCheckpointSaver`.
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import json
 import re
@@ -123,9 +122,6 @@ class JsonCheckpointSaver(LangGraphSaver):
 
     def __repr__(self) -> str:
         return f"JsonCheckpointSaver({str(self.directory)!r})"
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> JsonCheckpointSaver:
-        return copy.copy(self)  # a handle on a directory; copies share its lock
 
     def retained_places(self) -> list[RetainedPlace]:
         """Where this saver keeps users' data, as `Memory.retain` takes it."""

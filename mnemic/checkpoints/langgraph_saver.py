@@ -22,6 +22,7 @@ block, and fsync can take milliseconds.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import random
 import threading
@@ -139,6 +140,10 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self.user_key = user_key
         self._lock = threading.RLock()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LangGraphSaver:
+        # A saver is a handle on its storage: a deep copy is another handle on the same storage.
+        return copy.copy(self)
 
     # -- storage primitives (subclasses) -----------------------------------------------------------
 

@@ -16,7 +16,6 @@ sync, secure_delete: see `mnemic.core.durable`); there is no `jsonb()`, so SQLit
 
 from __future__ import annotations
 
-import copy
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -104,10 +103,6 @@ class SqliteCheckpointSaver(LangGraphSaver):
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointSaver({str(self.path)!r})"
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> SqliteCheckpointSaver:
-        # The saver is a handle on a file: a deep copy is another handle on the same file.
-        return copy.copy(self)
 
     def __enter__(self) -> SqliteCheckpointSaver:
         return self
