@@ -12,6 +12,7 @@ the reasons its xfails were given; exits non-zero when any test failed outright.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -56,6 +57,7 @@ def _store_of(nodeid: str) -> str | None:
 
 
 def main(argv: list[str]) -> int:
+    os.environ["MNEMIC_STORE_SUITE_EVERY_STORE"] = "1"  # the reference stores' slow TTL tests too
     tally = Tally()
     code = pytest.main([str(SUITE), "-q", "-p", "no:cacheprovider", *argv], plugins=[tally])
     print()
