@@ -6,8 +6,11 @@
 Each copied LangGraph test runs once per store (MnemicStore, InMemoryStore, SqliteStore), some
 several times (LangGraph's own parameters). A store's count is the test cases it passes, and the
 test functions all of whose cases it passes; its known differences (strict xfails, each with its
-reason in tests/langgraph_store_suite/lg_stores.py) are the rest. Prints one row per store and, per store,
-the reasons its xfails were given; exits non-zero when any test failed outright.
+reason in tests/langgraph_store_suite/lg_stores.py) are the rest. SqliteStore's vector tests need a
+Python whose sqlite3 can load extensions (sqlite-vec): Debian's python3 can, a default pyenv build
+cannot, and there they are known differences of the environment rather than of the store. Prints
+one row per store and, per store, the reasons its xfails were given; exits non-zero when any test
+failed outright.
 """
 
 from __future__ import annotations

@@ -63,13 +63,12 @@ _known("test_lg_postgres_store", "test_basic_store_ops", ("sqlite",),
 _known("test_lg_sqlite_store", "test_vector_store_initialization", ("mnemic", "inmemory"), _SQLITE_INTERNALS)
 for _test in ("test_cannot_put_empty_namespace", "test_async_vector_insert_with_auto_embedding",
               "test_async_vector_update_with_embedding", "test_async_vector_search_with_filters",
-              "test_async_batched_vector_search_concurrent", "test_async_vector_search_pagination",
-              "test_embed_with_path"):
+              "test_async_vector_search_pagination", "test_embed_with_path"):
     _known("test_lg_checkpoint_store", _test, ("sqlite",), _SQLITE_NO_ASYNC)
 if not CAN_LOAD_EXTENSIONS:
     for _test in ("test_vector_store_initialization", "test_vector_insert_with_auto_embedding",
                   "test_vector_update_with_embedding", "test_vector_search_with_filters",
-                  "test_vector_search_pagination", "test_non_ascii"):
+                  "test_vector_search_pagination", "test_non_ascii", "test_async_batched_vector_search_concurrent"):
         _known("test_lg_checkpoint_store", _test, ("sqlite",), _NO_EXTENSIONS)
     for _test in ("test_vector_store_initialization", "test_vector_insert_with_auto_embedding",
                   "test_vector_update_with_embedding", "test_vector_search_with_filters",
