@@ -155,8 +155,8 @@ def test_forget_user_erases_their_threads_and_nothing_else(make_saver: Make, tmp
         report = memory.forget(user_id="alice")
 
         assert report.retained["threads"] == 2
-        assert report.retained["thread checkpoints"] == alice_checkpoints
-        assert report.retained["thread writes"] > 0  # the interrupt's pending writes
+        assert report.retained["thread_checkpoints"] == alice_checkpoints
+        assert report.retained["thread_writes"] > 0  # the interrupt's pending writes
         assert report.unreachable == []
         assert saver.get_tuple(_config("a1", None)) is None
         assert saver.get_tuple(_config("a2", None)) is None

@@ -1,11 +1,15 @@
-"""Checkpoint savers kept beside a mnemic memory, named by framework.
+"""Saved run state for agent frameworks: checkpoints, kickoff outputs kept for replay, flow state.
 
-LangGraph (`pip install 'mnemic[langgraph]'`): `JsonCheckpointSaver` (a directory of JSON files,
-one process) and `SqliteCheckpointSaver` (one SQLite file, any number of processes), both full
+Modules are named by framework. CrewAI: `crewai_json`, `crewai_sqlite`, `crewai_flow_state`,
+`crewai_kickoffs` import CrewAI; `crewai_files`, `crewai_db`, `catalog` and `owners` import no
+framework, so the operator CLI uses them. LangGraph (`pip install 'mnemic[langgraph]'`):
+`JsonCheckpointSaver` (`langgraph_json`, a directory of JSON files, one process) and
+`SqliteCheckpointSaver` (`langgraph_sqlite`, one SQLite file, any number of processes), full
 `BaseCheckpointSaver`s, sync and async, that pass LangGraph's checkpointer conformance suite and
 record each thread's user, so `memory.forget(user_id=...)` erases the user's threads.
 
-Names are resolved lazily, so `import mnemic` works without any agent framework installed.
+Nothing is imported here: the LangGraph names resolve on first use, so `import mnemic` works
+without any framework installed.
 """
 
 from __future__ import annotations

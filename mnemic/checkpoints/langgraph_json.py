@@ -45,8 +45,8 @@ from .langgraph_saver import (
     Typed,
     WriteRow,
     owner_after_write,
-    retain_in,
 )
+from .owners import retain_once
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import SerializerProtocol
@@ -106,7 +106,7 @@ class JsonCheckpointSaver(LangGraphSaver):
     """A LangGraph checkpointer on a directory of JSON files (see the module docstring); sync and async.
 
     `memory=` registers the directory with that Memory's namespace, so `memory.forget(user_id=...)`
-    deletes the user's threads (reported as "threads", "thread checkpoints" and "thread writes").
+    deletes the user's threads (reported as "threads", "thread_checkpoints" and "thread_writes").
     """
 
     def __init__(self, directory: str | Path, *, memory: Memory | None = None,
@@ -118,7 +118,8 @@ class JsonCheckpointSaver(LangGraphSaver):
         self.writes_dir = self.directory / "writes"
         for folder in (self.threads_dir, self.checkpoints_dir, self.writes_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        retain_in(memory, self.retained_places())
+        for place in self.retained_places() if memory is not None else ():
+            retain_once(memory, place)
 
     def __repr__(self) -> str:
         return f"JsonCheckpointSaver({str(self.directory)!r})"

@@ -13,7 +13,7 @@ different user gets `ThreadOwnerError` on every read and write of that thread, s
 conversation state never reaches another user through a guessed or reused thread id. Calls
 without a user (operator tooling, `graph.get_state` by thread id, LangGraph's conformance suite)
 are not restricted, and a thread first written without a user is claimed by the first run that
-names one. `memory.forget(user_id=...)` erases a user's threads (see `retain_in`).
+names one. With `memory=` given, `memory.forget(user_id=...)` erases a user's threads too.
 
 Async methods run the sync ones on a worker thread (`asyncio.to_thread`): file and SQLite calls
 block, and fsync can take milliseconds.
@@ -28,7 +28,7 @@ import random
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -49,15 +49,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mnemic's LangGraph checkpoint savers need LangGraph: pip install 'mnemic[langgraph]'"
     ) from exc
 
-from ..core.retention import RetainedPlace
 from ..tools.langchain import USER_KEY, IdentityError, run_identity
 
-if TYPE_CHECKING:
-    from ..core.memory import Memory
-
 THREADS_LABEL = "threads"
-CHECKPOINTS_LABEL = "thread checkpoints"
-WRITES_LABEL = "thread writes"
+CHECKPOINTS_LABEL = "thread_checkpoints"
+WRITES_LABEL = "thread_writes"
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 METADATA_AS_JSON = "json"
 
@@ -454,14 +450,6 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
-
-
-def retain_in(memory: Memory | None, places: Sequence[RetainedPlace]) -> None:
-    """Register a saver's storage with `memory`, so `memory.forget(user_id=...)` erases its threads."""
-    if memory is None:
-        return
-    for place in places:
-        memory.retain(place)
 
 
 __all__ = [

@@ -33,8 +33,8 @@ from .langgraph_saver import (
     Ref,
     WriteRow,
     owner_after_write,
-    retain_in,
 )
+from .owners import retain_once
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import SerializerProtocol
@@ -88,7 +88,7 @@ class SqliteCheckpointSaver(LangGraphSaver):
     """A LangGraph checkpointer on a SQLite file (see the module docstring); sync and async.
 
     `memory=` registers the file with that Memory's namespace, so `memory.forget(user_id=...)`
-    deletes the user's threads (reported as "threads", "thread checkpoints" and "thread writes").
+    deletes the user's threads (reported as "threads", "thread_checkpoints" and "thread_writes").
     """
 
     def __init__(self, path: str | Path, *, memory: Memory | None = None,
@@ -99,7 +99,8 @@ class SqliteCheckpointSaver(LangGraphSaver):
         with transaction(self._conn):
             for statement in _SCHEMA:
                 self._conn.execute(statement)
-        retain_in(memory, self.retained_places())
+        for place in self.retained_places() if memory is not None else ():
+            retain_once(memory, place)
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointSaver({str(self.path)!r})"
