@@ -24,6 +24,7 @@ from .core.embeddings import (
 )
 from .core.history import HistoryEntry
 from .core.knowledge import IngestResult, KnowledgeChunk, KnowledgeHit, KnowledgeStore
+from .core.lessons import Lesson, LessonPlace, LessonStore
 from .core.llm import LLMOutputError
 from .core.lock import StoreLockedError
 from .core.memory import Memory
@@ -55,6 +56,9 @@ __all__ = [
     "KnowledgeHit",
     "KnowledgeStore",
     "LLMOutputError",
+    "Lesson",
+    "LessonPlace",
+    "LessonStore",
     "LiteLLMEmbedder",
     "Memory",
     "MemoryMatch",

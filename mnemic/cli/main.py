@@ -6,6 +6,7 @@ from importlib import metadata
 
 import click
 
+from .lessons import lessons_group
 from .models import models
 from .operator import knowledge_group, memory_group, policy_group
 
@@ -27,6 +28,7 @@ cli.add_command(models)
 cli.add_command(memory_group)
 cli.add_command(policy_group)
 cli.add_command(knowledge_group)
+cli.add_command(lessons_group)
 
 
 if __name__ == "__main__":  # pragma: no cover
