@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-import mnemic.core.memory as memory_module
+import mnemic.core.organisation as organisation_module
+import mnemic.core.serving as serving_module
 from mnemic import Memory
 from mnemic.core.records import utcnow
 
@@ -65,7 +66,8 @@ def test_expired_facts_are_never_served(memory: Memory, monkeypatch: pytest.Monk
     assert {m.record.id for m in memory.recall("tea", user_id="nia")} == {lasting.id, fleeting.id}
 
     later = utcnow() + timedelta(minutes=5)
-    monkeypatch.setattr(memory_module, "utcnow", lambda: later)
+    for reading in (serving_module, organisation_module):
+        monkeypatch.setattr(reading, "utcnow", lambda: later)
     assert [m.record.id for m in memory.recall("tea", user_id="nia")] == [lasting.id]
     assert [r.id for r in memory.list(user_id="nia")] == [lasting.id]
     assert {r.id for r in memory.list(user_id="nia", include_expired=True)} == {lasting.id, fleeting.id}

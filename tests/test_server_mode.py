@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import mnemic.core.memory as memory_module
+import mnemic.core.lexical_sync as lexical_sync
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
 
@@ -88,7 +88,7 @@ def test_remember_recall_and_lifecycle_through_a_server(chroma_server: int, name
 
 def test_a_second_client_sees_the_first_clients_writes(
         chroma_server: int, namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(memory_module, "SERVER_SYNC_INTERVAL_S", 0.0)
+    monkeypatch.setattr(lexical_sync, "SERVER_SYNC_INTERVAL_S", 0.0)
     with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as reader:
         assert reader.recall("narwhal", user_id="u") == []
         with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as writer:

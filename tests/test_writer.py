@@ -62,10 +62,12 @@ class GatedEmbedder(HashEmbedder):
         super().__init__()
         self.calls: list[int] = []
         self.gate = threading.Event()
+        self.first_call = threading.Event()
 
     def embed(self, texts: Any) -> np.ndarray:
         self.calls.append(len(texts))
         if len(self.calls) == 1:
+            self.first_call.set()
             self.gate.wait(timeout=30)
         return super().embed(texts)
 
@@ -74,6 +76,7 @@ def test_facts_queued_one_at_a_time_are_embedded_and_reconciled_in_batches(tmp_p
     embedder = GatedEmbedder()
     with Memory(tmp_path / "m", embedder=embedder) as memory:
         memory.remember_many(["Alice lives in Paris."], user_id="alice")
+        assert embedder.first_call.wait(timeout=30)  # the first batch is running: the rest pile up behind it
         for i in range(40):
             memory.remember_many([f"Alice's fact number {i}."], user_id="alice", session_id="s", turn=i + 1)
         memory.remember_many(["Alice lives in Paris."], user_id="alice")  # a repeat merges, as unbatched

@@ -12,7 +12,7 @@ Two extractors with one output shape (`ExtractedFact`):
 
 Both sides of the conversation count (a fact the assistant corrected is stored corrected, with
 `author="assistant"`); the model's private reasoning never does. Secret redaction happens before
-either extractor sees the text (see `Memory._distil`).
+either extractor sees the text (see `Conversations._distil`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -36,17 +36,16 @@ from .documents import (
     chunk_text,
     read_document,
 )
+from .embeddings import Embedder
+from .gate import OpenGate
 from .history import HistoryEntry
-from .lexical import matched_terms
+from .lexical import LexicalIndex, matched_terms
 from .llm import complete_json
-from .ranking import Candidate, fuse
+from .ranking import Candidate, RecallWeights, fuse
 from .records import ScoreBreakdown, text_hash, utcnow
 from .store import StoredRow
 from .store.knowledge import HISTORY_IDS_PER_ENTRY, KnowledgeCollection
 from .validation import check_limit, check_text
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 log = logging.getLogger("mnemic")
 
@@ -227,18 +226,27 @@ def _history_entries(action: Literal["add", "delete"], chunks: Sequence[Knowledg
 class KnowledgeStore:
     """The operator API of a namespace's knowledge: add, add_file, search, list, delete, clear.
 
-    Obtain it as `memory.knowledge`; it shares the Memory's Chroma client, embedder, weights and
-    lexical index, and closes with it.
+    Obtain it as `memory.knowledge`; it shares the Memory's Chroma client, embedder, LLM, weights
+    and lexical index, and closes with it. `policy(**context)` answers the policy in force (see
+    `enabled_for_agents`); `single_writer` says no other process writes the namespace.
     """
 
-    def __init__(self, memory: Memory, *, chunk_chars: int = CHUNK_CHARS,
-                 overlap_chars: int = OVERLAP_CHARS) -> None:
-        self._memory = memory
-        self.namespace = memory.namespace
+    def __init__(self, *, namespace: str, client: Any, lexical: LexicalIndex, gate: OpenGate,
+                 embedder: Callable[[], Embedder], llm: Callable[[], Any], weights: Callable[[], RecallWeights],
+                 policy: Callable[..., Any], max_text_chars: int, single_writer: bool,
+                 chunk_chars: int = CHUNK_CHARS, overlap_chars: int = OVERLAP_CHARS) -> None:
+        self.namespace = namespace
         self.chunk_chars = chunk_chars
         self.overlap_chars = overlap_chars
-        self._collection = KnowledgeCollection(memory._store.client, memory.namespace)
-        self._lexical = memory._lexical
+        self._collection = KnowledgeCollection(client, namespace)
+        self._lexical = lexical
+        self._gate = gate
+        self._embedder = embedder
+        self._llm = llm
+        self._weights = weights
+        self._policy = policy
+        self._max_text_chars = max_text_chars
+        self._single_writer = single_writer
         self._lock = threading.RLock()
         self._last_sync = 0.0
         self.repair()
@@ -267,14 +275,14 @@ class KnowledgeStore:
         otherwise by chunking it into standalone passages. `verbatim=True` stores it as one fact,
         exactly as written. Re-adding text already stored adds nothing.
         """
-        self._memory._check_open()
+        self._gate.check()
         if not isinstance(verbatim, bool):
             raise TypeError("verbatim must be True or False")
         origin = _check_source(source)
         actor = _check_actor(added_by)
         callback = _check_progress(progress)
         if verbatim:
-            clean = check_text(text, max_chars=self._memory.max_text_chars)
+            clean = check_text(text, max_chars=self._max_text_chars)
             pieces: list[tuple[Passage, ChunkKind]] = [(Passage(clean, 0, len(clean)), "verbatim")]
         else:
             if not isinstance(text, str):
@@ -294,7 +302,7 @@ class KnowledgeStore:
     ) -> IngestResult:
         """Add a .txt, .md, .json, .csv or .pdf file, chunked with overlap; each chunk keeps the
         file as its source (or `source`) and its position in the file."""
-        self._memory._check_open()
+        self._gate.check()
         file = _check_path(path)
         origin = _check_source(source) or str(path)
         actor = _check_actor(added_by)
@@ -311,7 +319,7 @@ class KnowledgeStore:
     ) -> IngestResult:
         """Add several files in one all-or-nothing ingest. A directory adds every supported file
         under it (others are skipped); a file named explicitly must be supported."""
-        self._memory._check_open()
+        self._gate.check()
         if isinstance(paths, (str, Path)):
             paths = [paths]
         actor = _check_actor(added_by)
@@ -338,7 +346,7 @@ class KnowledgeStore:
         passages = chunk_text(text, size=self.chunk_chars, overlap=self.overlap_chars)
         if not passages:
             raise ValueError("text is empty: give the knowledge to add")
-        llm = self._memory.llm
+        llm = self._llm()
         if llm is None:
             return [(p, "passage") for p in passages]
         out: list[tuple[Passage, ChunkKind]] = []
@@ -388,7 +396,7 @@ class KnowledgeStore:
     def _embed(self, texts: list[str], *, progress: Progress | None, total: int) -> np.ndarray:
         parts = []
         for start in range(0, len(texts), EMBED_BATCH):
-            parts.append(self._memory.embedder.embed(texts[start:start + EMBED_BATCH]))
+            parts.append(self._embedder().embed(texts[start:start + EMBED_BATCH]))
             if progress is not None:
                 progress(min(start + EMBED_BATCH, total), total)
         return np.concatenate(parts, axis=0)
@@ -425,8 +433,8 @@ class KnowledgeStore:
         """The chunks most relevant to `query`, best first, each explained. Same hybrid ranking
         as memory recall (dense + FTS5 bm25 + coverage, fused with the Memory's weights).
         `source` keeps only chunks from that source (or those sources)."""
-        self._memory._check_open()
-        query_text = check_text(query, name="query", max_chars=self._memory.max_text_chars)
+        self._gate.check()
+        query_text = check_text(query, name="query", max_chars=self._max_text_chars)
         limit = check_limit(limit)
         sources = _check_sources(source)
         if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
@@ -435,7 +443,7 @@ class KnowledgeStore:
         now = utcnow()
         # Filtering happens after retrieval (no Chroma `where`), so a filtered search reaches further.
         pool = max(limit * 4, 40) * (4 if sources else 1)
-        vector = self._memory.embedder.embed([query_text])[0]
+        vector = self._embedder().embed([query_text])[0]
         # No `where`: a metadata filter is evaluated against the whole Chroma database.
         cosines = {rid: 1.0 - distance for rid, distance in self._collection.query(vector, n_results=pool)}
         bm25 = {h.record_id: h.bm25 for h in self._lexical.search(query_text, user_id=KNOWLEDGE_OWNER,
@@ -461,7 +469,7 @@ class KnowledgeStore:
         candidates = [Candidate(record=_Ranked(rid, now), cosine=cosines.get(rid), bm25=bm25.get(rid),
                                 coverage=shares.get(rid, 0.0))
                       for rid in ids]
-        fused = fuse(candidates, self._memory.weights, now)
+        fused = fuse(candidates, self._weights(), now)
         # A few spares, in case a winner was deleted by another process since it was ranked.
         wanted = [(score, c, b) for score, c, b in fused if score >= min_score][:limit + 4]
         if not sources:
@@ -480,7 +488,7 @@ class KnowledgeStore:
         return results
 
     def get(self, chunk_id: str) -> KnowledgeChunk:
-        self._memory._check_open()
+        self._gate.check()
         rows = self._collection.get([_check_id(chunk_id)])
         if not rows:
             raise KeyError(f"no knowledge with id {chunk_id!r} in namespace {self.namespace!r}")
@@ -488,7 +496,7 @@ class KnowledgeStore:
 
     def list(self, *, source: str | None = None, limit: int = 100, offset: int = 0) -> list[KnowledgeChunk]:
         """Chunks in the order they were added (each document in its own order)."""
-        self._memory._check_open()
+        self._gate.check()
         limit = check_limit(limit, maximum=100_000)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
@@ -500,7 +508,7 @@ class KnowledgeStore:
 
     def sources(self) -> dict[str, int]:
         """Each source and how many chunks it holds ("" for text added without a source)."""
-        self._memory._check_open()
+        self._gate.check()
         counts: dict[str, int] = {}
         for row in self._collection.iterate(documents=False):
             key = str(row.metadata.get("source", ""))
@@ -508,12 +516,12 @@ class KnowledgeStore:
         return dict(sorted(counts.items()))
 
     def count(self) -> int:
-        self._memory._check_open()
+        self._gate.check()
         return self._collection.count()
 
     def history(self, chunk_id: str) -> builtins.list[HistoryEntry]:
         """Who added (and removed) a chunk, and when; kept after the chunk is deleted."""
-        self._memory._check_open()
+        self._gate.check()
         raw = self._collection.history_for(_check_id(chunk_id))
         if not raw:
             raise KeyError(f"no knowledge with id {chunk_id!r} has any history in namespace {self.namespace!r}")
@@ -524,7 +532,7 @@ class KnowledgeStore:
 
     def delete(self, chunk_id: str, *, actor: str = "operator", reason: str | None = None) -> KnowledgeChunk:
         """Remove one chunk for every user; returns what was removed. KeyError if unknown."""
-        self._memory._check_open()
+        self._gate.check()
         with self._lock:
             chunk = self.get(chunk_id)
             self._remove([chunk], actor=_check_actor(actor), reason=reason)
@@ -532,7 +540,7 @@ class KnowledgeStore:
 
     def delete_source(self, source: str, *, actor: str = "operator", reason: str | None = None) -> int:
         """Remove every chunk of one source (before re-adding a changed file); returns how many."""
-        self._memory._check_open()
+        self._gate.check()
         if not isinstance(source, str) or not source:
             raise ValueError("source must be a non-empty string, as shown by sources()")
         with self._lock:
@@ -547,7 +555,7 @@ class KnowledgeStore:
 
         Every user of the namespace loses it, so the call must say so: `clear(confirm=True)`.
         """
-        self._memory._check_open()
+        self._gate.check()
         if confirm is not True:
             raise ValueError(
                 f"clear() removes all knowledge of namespace {self.namespace!r} for every user; "
@@ -585,12 +593,9 @@ class KnowledgeStore:
 
     def enabled_for_agents(self, **context: Any) -> bool:
         """Whether agents are offered knowledge search: the policy's `knowledge` switch, off by
-        default. `context` (e.g. user_id) is passed to `Memory.effective_policy` when it exists."""
-        memory = self._memory
-        policy: Any = None
-        effective = getattr(memory, "effective_policy", None)
+        default. `context` (e.g. user_id) is passed on to the policy getter."""
         try:
-            policy = effective(**context) if callable(effective) else getattr(memory, "policy", None)
+            policy = self._policy(**context)
         except Exception as exc:
             log.warning("could not read the memory policy (%s); knowledge search stays off", exc)
             return False
@@ -620,7 +625,7 @@ class KnowledgeStore:
             return len(stale) + len(missing)
 
     def _maybe_sync(self) -> None:
-        if self._memory.mode == "embedded":
+        if self._single_writer:
             return  # this process is the only writer: the index is current
         now = time.monotonic()
         if now - self._last_sync >= SERVER_SYNC_INTERVAL_S:

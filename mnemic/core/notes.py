@@ -24,21 +24,26 @@ import builtins
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .ranking import Candidate, fuse
+from .embeddings import Embedder
+from .gate import OpenGate
+from .lexical import LexicalIndex
+from .lexical_sync import LexicalSync
+from .namespace_policy import NamespacePolicy
+from .ranking import Candidate, RecallWeights, fuse
+from .record_writer import RecordWriter
 from .records import MemoryRecord, text_hash, utcnow
 from .safety import find_secrets, sensitive_category
 from .scopes import ROOT, normalise_scope
+from .stats import WriteStats
+from .store import ChromaStore
 from .validation import check_text, check_ttl, check_user_id
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 log = logging.getLogger("mnemic.notes")
 
@@ -111,14 +116,31 @@ def _note(record: MemoryRecord) -> Note | None:
 
 
 class NoteStore:
-    """put / get / delete / scan / rank / touch / sweep for the keyed notes of one Memory."""
+    """put / get / delete / scan / rank / touch / sweep for the keyed notes of one namespace.
 
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
+    Obtain it as `memory.notes`: it writes through the Memory's RecordWriter and reads its store,
+    lexical index, policy, embedder and weights."""
+
+    def __init__(self, *, namespace: str, gate: OpenGate, policy: NamespacePolicy, store: ChromaStore,
+                 records: RecordWriter, lexical: LexicalIndex, sync: LexicalSync, stats: WriteStats,
+                 embedder: Callable[[], Embedder], weights: Callable[[], RecallWeights],
+                 users: Callable[[], list[str]], max_text_chars: int) -> None:
+        self.namespace = namespace
+        self._gate = gate
+        self._policy = policy
+        self._store = store
+        self._records = records
+        self._lexical = lexical
+        self._sync = sync
+        self._stats = stats
+        self._embedder = embedder
+        self._weights = weights
+        self._users = users
+        self._max_text_chars = max_text_chars
 
     def note_id(self, user_id: str, key: str) -> str:
         """The record id of `key` for `user_id`: stable, so a lookup by key needs no filter."""
-        raw = json.dumps([self._memory.namespace, user_id, key], ensure_ascii=False)
+        raw = json.dumps([self.namespace, user_id, key], ensure_ascii=False)
         return "n" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:31]
 
     # -- writing --------------------------------------------------------------------------------
@@ -144,20 +166,19 @@ class NoteStore:
         (see `touch`); without it the policy's ttl applies from the time of writing. Raises
         PolicyError under mode `off` and NoteRefusedError for a secret anywhere in text or data.
         """
-        memory = self._memory
-        memory._check_open()
-        policy = memory._require_writes("a note write")
+        self._gate.check()
+        policy = self._policy.require_writes("a note write")
         owner = check_user_id(user_id)
         if not isinstance(key, str) or not key:
             raise TypeError(f"a note key is a non-empty string, got {key!r}")
-        body = check_text(text[:memory.max_text_chars] if isinstance(text, str) else text)
+        body = check_text(text[:self._max_text_chars] if isinstance(text, str) else text)
         payload = _dump(data)
         self._screen(body, "\n".join(_flatten(data)), exclude_sensitive=screen_sensitive and policy.exclude_sensitive)
         refreshable = check_ttl(ttl_seconds)
         now = utcnow()
         lifetime = refreshable or (policy.ttl_seconds or None)
         record_id = self.note_id(owner, key)
-        records = memory._records
+        records = self._records
         with records.lock:
             found = records.read(owner, [record_id])
             before = found[0] if found else None
@@ -166,12 +187,12 @@ class NoteStore:
                 created = before.created_at
             else:
                 # A key deleted earlier keeps its trail: versions continue after it.
-                version = max((int(e.get("version", 0)) for e in memory._store.history_for(record_id)),
+                version = max((int(e.get("version", 0)) for e in self._store.history_for(record_id)),
                               default=0) + 1
                 created = now
             record = MemoryRecord(
                 id=record_id, text=body, hash=text_hash(body), kind=NOTE_KIND, user_id=owner,
-                namespace=memory.namespace, scope=normalise_scope(scope), author=author,
+                namespace=self.namespace, scope=normalise_scope(scope), author=author,
                 source_kind=source_kind, state="valid", created_at=created, updated_at=now,
                 expires_at=now + timedelta(seconds=lifetime) if lifetime else None,
                 metadata={KEY_FIELD: key, DATA_FIELD: payload, INDEXED_FIELD: bool(indexed),
@@ -179,7 +200,7 @@ class NoteStore:
                 version=version,
             )
             if before is None:
-                records.insert(owner, [record], memory.embedder.embed([body]), actor=actor or author,
+                records.insert(owner, [record], self._embedder().embed([body]), actor=actor or author,
                                details=[{"note_key": key}])
             else:
                 # Re-embedded only when the text changed: an unchanged text keeps its stored vector.
@@ -188,7 +209,7 @@ class NoteStore:
         return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable)
 
     def _screen(self, text: str, fields: str, *, exclude_sensitive: bool) -> None:
-        stats = self._memory.stats
+        stats = self._stats
         # The text is drawn from the data, so the two usually hold the same secret: count it once.
         hits = max(find_secrets(text), find_secrets(fields), key=len)
         if hits:
@@ -210,21 +231,19 @@ class NoteStore:
     def delete(self, key: str, *, user_id: str, actor: str = "agent") -> bool:
         """Remove the note under `key`; its history keeps a tombstone. False when there was none.
         Allowed in every policy mode: erasure must always work."""
-        memory = self._memory
-        memory._check_open()
+        self._gate.check()
         owner = check_user_id(user_id)
         record_id = self.note_id(owner, key)
-        with memory._records.lock:
-            found = memory._records.read(owner, [record_id])
+        with self._records.lock:
+            found = self._records.read(owner, [record_id])
             if not found:
                 return False
-            memory._records.remove(found[0], actor=actor, reason=None)
+            self._records.remove(found[0], actor=actor, reason=None)
         return True
 
     def touch(self, notes: Iterable[Note]) -> None:
         """Restart the lifetime of notes that have a refreshable ttl (a read counts as use).
         Not a mutation: no history entry, no new version."""
-        memory = self._memory
         by_owner: dict[str, builtins.list[str]] = {}
         for note in notes:
             if note.ttl_seconds is not None:
@@ -232,26 +251,25 @@ class NoteStore:
         if not by_owner:
             return
         now = utcnow()
-        with memory._records.lock:
+        with self._records.lock:
             for owner, ids in by_owner.items():
                 # The stored record, not the one read before: a write since then must not be undone.
-                current = [r for r in memory._records.read(owner, ids) if not r.is_expired(now)]
+                current = [r for r in self._records.read(owner, ids) if not r.is_expired(now)]
                 refreshed = [r.model_copy(update={"expires_at": now + timedelta(seconds=ttl), "last_accessed_at": now})
                              for r in current if (ttl := float(r.metadata.get(TTL_FIELD) or 0.0)) > 0]
-                memory._records.refresh(refreshed)
+                self._records.refresh(refreshed)
 
     def sweep(self, *, user_ids: Sequence[str] | None = None, scope: str | None = None,
               actor: str = "ttl") -> int:
         """Delete expired notes (they are never served; this reclaims their space). Returns how many."""
-        memory = self._memory
-        memory._check_open()
+        self._gate.check()
         now = utcnow()
         removed = 0
-        for owner in (user_ids if user_ids is not None else memory.users()):
+        for owner in (user_ids if user_ids is not None else self._users()):
             for note, _ in self._rows(owner, scope, vectors=False, include_expired=True):
                 if note.record.is_expired(now):
-                    with memory._records.lock:
-                        memory._records.remove(note.record, actor=actor, reason="expired")
+                    with self._records.lock:
+                        self._records.remove(note.record, actor=actor, reason="expired")
                     removed += 1
         return removed
 
@@ -259,16 +277,15 @@ class NoteStore:
 
     def get(self, keys: Sequence[str], *, user_id: str) -> dict[str, Note]:
         """The servable notes (valid, not expired) under `keys`, by key; absent keys are left out."""
-        memory = self._memory
-        memory._check_open()
+        self._gate.check()
         owner = check_user_id(user_id)
         ids = {self.note_id(owner, k): k for k in keys}
         if not ids:
             return {}
         now = utcnow()
         found: dict[str, Note] = {}
-        for row in memory._store.get(owner, ids=list(ids)):
-            note = _note(memory._records.decode(row))
+        for row in self._store.get(owner, ids=list(ids)):
+            note = _note(self._records.decode(row))
             if note is not None and ids.get(row.id) == note.key and self._servable(note, owner, now):
                 found[note.key] = note
         return found
@@ -276,21 +293,20 @@ class NoteStore:
     def scan(self, *, user_id: str, scope: str | None = None,
              vectors: bool = False) -> builtins.list[tuple[Note, np.ndarray | None]]:
         """Every servable note of `user_id` in `scope` (with its stored vector when asked)."""
-        self._memory._check_open()
+        self._gate.check()
         return list(self._rows(check_user_id(user_id), scope, vectors=vectors, include_expired=False))
 
     def _rows(self, owner: str, scope: str | None, *, vectors: bool,
               include_expired: bool) -> Iterable[tuple[Note, np.ndarray | None]]:
-        memory = self._memory
         path = normalise_scope(scope)
         where: dict[str, Any] = {"kind": NOTE_KIND} if path == ROOT else {
             "$and": [{"kind": NOTE_KIND}, {"scope_path": {"$contains": path}}]}
         now = utcnow()
         offset = 0
         while True:
-            rows = memory._store.get(owner, where=where, limit=_PAGE, offset=offset, embeddings=vectors)
+            rows = self._store.get(owner, where=where, limit=_PAGE, offset=offset, embeddings=vectors)
             for row in rows:
-                note = _note(memory._records.decode(row))
+                note = _note(self._records.decode(row))
                 if note is None:
                     continue
                 if note.record.user_id != owner or note.record.state != "valid":
@@ -309,22 +325,21 @@ class NoteStore:
         weights); the rest follow with score 0.0, nearest first: a key-value search returns its
         top k even when none is relevant, but says so. Notes written unindexed, or scanned without
         vectors, are left out."""
-        memory = self._memory
         owner = check_user_id(user_id)
-        query_text = check_text(query, name="query", max_chars=memory.max_text_chars)
+        query_text = check_text(query, name="query", max_chars=self._max_text_chars)
         ranked = [(n, v) for n, v in notes if n.indexed and v is not None]
         if not ranked:
             return []
-        vector = memory.embedder.embed([query_text])[0]
-        memory._maybe_sync(owner)
+        vector = self._embedder().embed([query_text])[0]
+        self._sync.maybe_sync(owner)
         wanted = {n.record.id for n, _ in ranked}
-        bm25 = {h.record_id: h.bm25 for h in memory._lexical.search(
-            query_text, user_id=owner, limit=max(100, memory._store.count(owner))) if h.record_id in wanted}
+        bm25 = {h.record_id: h.bm25 for h in self._lexical.search(
+            query_text, user_id=owner, limit=max(100, self._store.count(owner))) if h.record_id in wanted}
         cosines = {n.record.id: float(np.dot(v, vector)) for n, v in ranked}
         by_id = {n.record.id: n for n, _ in ranked}
         candidates = [Candidate(record=n.record, cosine=cosines[n.record.id], bm25=bm25.get(n.record.id))
                       for n, _ in ranked]
-        scored = [(round(score, 6), by_id[c.record.id]) for score, c, _ in fuse(candidates, memory.weights, utcnow())]
+        scored = [(round(score, 6), by_id[c.record.id]) for score, c, _ in fuse(candidates, self._weights(), utcnow())]
         seen = {note.record.id for _, note in scored}
         rest = sorted((rid for rid in by_id if rid not in seen), key=lambda rid: (-cosines[rid], rid))
         return scored + [(0.0, by_id[rid]) for rid in rest]

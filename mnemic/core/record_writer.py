@@ -2,8 +2,9 @@
 
 That order is what crash repair relies on. An entry written before its mutation carries the
 version the mutation produces, so `history.applied_entries` leaves out one whose change never
-landed; the lexical index is a cache that `Memory` repairs from Chroma on open. The write pipeline,
-notes and Memory's own update/invalidate/confirm/delete/forget all write through here, under one lock.
+landed; the lexical index is a cache that `LexicalSync` repairs from Chroma on open. The write
+pipeline, notes and the record changes (update/invalidate/confirm/delete/forget) all write through
+here, under one lock.
 """
 
 from __future__ import annotations

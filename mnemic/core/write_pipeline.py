@@ -5,18 +5,19 @@ update) inserts the new record with `supersedes` and retires the old one, which 
 `invalidated_by` and the reason; anything else is inserted. The rules in `reconcile.py` decide,
 or the LLM when one is configured (one structured call per 20 records that have related facts).
 
-A pipeline belongs to one `Memory` and writes through its `RecordWriter` (history entry, then
+A pipeline belongs to one namespace and writes through its `RecordWriter` (history entry, then
 Chroma record, then lexical index), holding the writer's lock for a whole batch.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from .embeddings import Embedder
 from .extraction import ask_structured
 from .reconcile import (
     INSERT,
@@ -30,10 +31,8 @@ from .reconcile import (
 )
 from .record_writer import RecordWriter
 from .records import MemoryRecord, utcnow
+from .stats import WriteStats
 from .writer import PartialBatchFailure
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 log = logging.getLogger("mnemic")
 
@@ -53,12 +52,15 @@ def describe_queued(records: Sequence[MemoryRecord]) -> str:
 
 class WritePipeline:
     """Reconciles new statements with what their user already has, then writes them through
-    `records`. Reads the memory's embedder, llm and stats when it runs (a caller may swap them)."""
+    `records`. Asks for the embedder and the LLM each time it runs (their owner may swap them)."""
 
-    def __init__(self, memory: Memory, records: RecordWriter, thresholds: Thresholds) -> None:
-        self._memory = memory
+    def __init__(self, records: RecordWriter, thresholds: Thresholds, *, embedder: Callable[[], Embedder],
+                 llm: Callable[[], Any], stats: WriteStats) -> None:
         self._records = records
         self._thresholds = thresholds
+        self._embedder = embedder
+        self._llm = llm
+        self._stats = stats
 
     def persist_queued(self, records: list[MemoryRecord], *, actor: str) -> None:
         """A batch of queued statements, possibly from several users: each user's in their order
@@ -98,11 +100,11 @@ class WritePipeline:
             return []
         user_id = records[0].user_id
         with self._records.lock:
-            vectors = self._memory.embedder.embed([r.text for r in records])
+            vectors = self._embedder().embed([r.text for r in records])
             pools = self.similar_many(user_id, list(vectors), kind=records[0].kind)
             plan: dict[str, Decision] = dict(decisions or {})
             rules_only = records[0].kind in RULES_ONLY_KINDS
-            if decisions is None and use_llm and self._memory.llm is not None and not rules_only:
+            if decisions is None and use_llm and self._llm() is not None and not rules_only:
                 plan = self._llm_reconcile(records, pools)
             changed: dict[str, MemoryRecord] = {}  # existing records this batch merged or invalidated
             # Records inserted by this batch, so later ones reconcile with them too (vectors in one
@@ -146,7 +148,7 @@ class WritePipeline:
                     if merged is not None:
                         changed[twin.id] = merged
                         result.append(merged)
-                        self._memory.stats.bump("facts_merged")
+                        self._stats.bump("facts_merged")
                         continue
                     decision = INSERT
                 if decision.action in ("update", "invalidate") and targets:
@@ -155,14 +157,14 @@ class WritePipeline:
                     flush()  # the replacement exists before anything points at it
                     for old in targets:
                         changed[old.id] = self._retire(old, record, reason=decision.reason, actor=actor)
-                        self._memory.stats.bump("facts_invalidated")
+                        self._stats.bump("facts_invalidated")
                 else:
                     unwritten.append((record, vector, decision))
                 inserted_vectors[len(inserted)] = vector
                 inserted_by_hash.setdefault(record.hash, len(inserted))
                 inserted.append(record)
                 result.append(record)
-                self._memory.stats.bump("facts_inserted")
+                self._stats.bump("facts_inserted")
             flush()
             return result
 
@@ -266,17 +268,17 @@ class WritePipeline:
             aliases = {alias: record_id for record_id, alias in alias_of.items()}
             count = len(chunk)
             parsed = ask_structured(
-                self._memory.llm,
+                self._llm(),
                 build_reconcile_messages([r.text for r in chunk], existing),
                 reconcile_schema(),
                 lambda payload, count=count, aliases=aliases: parse_reconcile(  # type: ignore[misc]
                     payload, count=count, aliases=aliases),
-                on_call=lambda: self._memory.stats.add_llm_call("reconcile"),
-                on_failure=lambda exc: self._memory.stats.bump("llm_failures"),
+                on_call=lambda: self._stats.add_llm_call("reconcile"),
+                on_failure=lambda exc: self._stats.bump("llm_failures"),
                 purpose="reconcile",
             )
             if parsed is None:
-                self._memory.stats.bump("llm_fallbacks")
+                self._stats.bump("llm_fallbacks")
                 log.warning("LLM reconciliation failed twice; the conservative rules decide instead")
                 continue
             for index, decision in parsed.items():

@@ -21,16 +21,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from ...tools.crewai import Remember, SearchKnowledge, SearchMemory, memory_tools
+from .attach import reattach, restore_crew
+from .convert import CrewMemoryMatch, to_crewai_record
+from .identity import DetachedMemoryError
 from .knowledge import MnemicKnowledgeStorage, use_mnemic_knowledge
-from .memory import (
-    CrewMemory,
-    CrewMemoryMatch,
-    DetachedMemoryError,
-    UnknownUserError,
-    reattach,
-    restore_crew,
-    to_crewai_record,
-)
+from .memory import CrewMemory
+from .users import UnknownUserError
 
 __all__ = [
     "CrewMemory",
@@ -50,6 +46,6 @@ __all__ = [
 
 # Importing the integration is opting in: a checkpoint restored before any CrewMemory exists must
 # already get the placeholder storage rather than LanceDB, and tools need the run context.
-from .memory import install as _install
+from .runtime import install as _install
 
 _install()

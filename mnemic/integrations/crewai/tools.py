@@ -40,7 +40,9 @@ from crewai.tools import BaseTool
 
 from ...core.scopes import ROOT
 from ...tools.crewai import policy_tools
-from .memory import CrewMemory, _is_detached, _marker_config, find_live
+from .attach import find_live, is_detached
+from .identity import marker_config
+from .memory import CrewMemory
 
 log = logging.getLogger("mnemic.crewai")
 
@@ -49,9 +51,9 @@ _install_lock = threading.Lock()
 
 def _backing(memory: Any) -> CrewMemory | None:
     """The CrewMemory behind a CrewAI memory object, or None when it is not mnemic's."""
-    if _is_detached(memory):
+    if is_detached(memory):
         # A copy CrewAI rebuilt (Agent.copy, checkpoint restore) and nothing re-attached yet.
-        return find_live(_marker_config(getattr(memory, "storage", None)) or {})
+        return find_live(marker_config(getattr(memory, "storage", None)) or {})
     return memory if isinstance(memory, CrewMemory) else None
 
 
@@ -61,17 +63,17 @@ def tools_for(memory: Any) -> list[BaseTool] | None:
     backing = _backing(getattr(view, "_memory", None) if view is not None else memory)
     if backing is None:
         return None
-    writable = not backing._writes_refused()
+    writable = not backing.writes_refused()
     search: str | list[str] | None
     if isinstance(view, MemorySlice):
-        search = [backing._scope(s) for s in view.scopes] or None
-        write = backing._scope(None)
+        search = [backing.scope_path(s) for s in view.scopes] or None
+        write = backing.scope_path(None)
         writable = writable and not view.read_only
     else:
         # A MemoryScope's root is where CrewAI would search and write (CrewMemory joins it under its
         # own root_scope, as CrewMemory.recall does); a bare CrewMemory works in its root_scope.
         root = (getattr(view, "_root", None) or ROOT) if view is not None else None
-        write = backing._scope(root)
+        write = backing.scope_path(root)
         search = write
     return policy_tools(backing, scope=None if search == ROOT else search,
                         write_scope=None if write == ROOT else write, writable=writable)

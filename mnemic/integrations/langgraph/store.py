@@ -62,7 +62,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ...core.notes import Note, NoteStore
+from ...core.notes import Note
 from ...core.scopes import MAX_SCOPE_DEPTH, MAX_SCOPE_LENGTH
 from ...core.validation import MAX_USER_ID_CHARS
 
@@ -180,7 +180,7 @@ class MnemicStore(BaseStore):
         if isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields):
             raise ValueError(f"index['fields'] must be a list of field paths such as ['text'], got {fields!r}")
         self.memory = memory
-        self.notes = NoteStore(memory)
+        self.notes = memory.notes
         self.index_fields: list[str] = list(fields)
         self.ttl_config = ttl
         self.user_position = user_position

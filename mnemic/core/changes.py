@@ -1,0 +1,193 @@
+"""Changes an operator (or an adapter on a user's behalf) makes to stored records: update,
+invalidate, confirm, delete, forget (erasure) and reset, and the places beyond the records that
+erasure reaches (`retain`).
+
+Each change reads the record it changes and writes through the RecordWriter under its lock, so
+a change never interleaves with a write batch of the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from .lexical import LexicalIndex
+from .record_writer import RecordWriter
+from .records import MemoryRecord, text_hash, utcnow
+from .retention import SETTING_PREFIX as RETAINED_PREFIX
+from .retention import ErasableState, ErasureOutcome, ErasureReport, RetainedPlace, erase_everywhere
+from .scopes import is_within, normalise_scope
+from .serving import RecordReader, scope_where, scopes_of
+from .store import ChromaStore
+from .validation import (
+    check_categories,
+    check_ids,
+    check_importance,
+    check_metadata,
+    check_older_than,
+    check_optional_str,
+    check_text,
+    check_ttl,
+    check_user_id,
+)
+from .writer import BackgroundWriter
+
+# `update(source=...)` leaves the source alone unless given (None is a value: "no source").
+UNSET: Any = object()
+MAX_REASON_CHARS = 2000
+
+
+class RetainedRegistry:
+    """Where a namespace keeps users' data beside their records, so erasure reaches it too."""
+
+    def __init__(self, store: ChromaStore) -> None:
+        self._store = store
+        # State this process attached (e.g. a store in a Chroma collection); places on disk are
+        # recorded in the namespace's settings instead, so every process erases them.
+        self._attached: list[ErasableState] = []
+
+    def retain(self, place: RetainedPlace | ErasableState) -> None:
+        if isinstance(place, RetainedPlace):
+            if self._store.get_setting(place.key) is None:
+                self._store.put_setting(place.key, place.to_setting())
+            return
+        if not isinstance(place, ErasableState):
+            raise TypeError("retain() takes a RetainedPlace or an object with label and erase_user(user_id)")
+        if all(existing is not place for existing in self._attached):
+            self._attached.append(place)
+
+    def places(self) -> list[RetainedPlace]:
+        return [RetainedPlace.from_setting(value)
+                for _, value in sorted(self._store.settings(RETAINED_PREFIX).items())]
+
+    def erase_user(self, user_id: str) -> ErasureOutcome:
+        return erase_everywhere([*self.places(), *self._attached], user_id)
+
+
+class RecordChanges:
+    def __init__(self, *, store: ChromaStore, lexical: LexicalIndex, records: RecordWriter,
+                 writer: BackgroundWriter, reader: RecordReader, retained: RetainedRegistry,
+                 max_text_chars: int) -> None:
+        self._store = store
+        self._lexical = lexical
+        self._records = records
+        self._writer = writer
+        self._reader = reader
+        self._retained = retained
+        self._max_text_chars = max_text_chars
+
+    def update(self, record_id: str, *, text: str | None, scope: str | None, categories: Sequence[str] | None,
+               importance: float | None, private: bool | None, source: Any, metadata: dict[str, Any] | None,
+               ttl_seconds: float | None, actor: str, reason: str | None) -> MemoryRecord:
+        changes: dict[str, Any] = {}
+        if text is not None:
+            changes["text"] = check_text(text, max_chars=self._max_text_chars)
+            changes["hash"] = text_hash(changes["text"])
+        if scope is not None:
+            changes["scope"] = normalise_scope(scope)
+        if categories is not None:
+            changes["categories"] = check_categories(categories)
+        if importance is not None:
+            changes["importance"] = check_importance(importance)
+        if private is not None:
+            if not isinstance(private, bool):
+                raise TypeError("private must be True or False")
+            changes["private"] = private
+        if source is not UNSET:
+            changes["source"] = check_optional_str(source, name="source")
+        if metadata is not None:
+            changes["metadata"] = check_metadata(metadata)
+        if ttl_seconds is not None:
+            ttl = check_ttl(ttl_seconds)
+            changes["expires_at"] = utcnow() + timedelta(seconds=ttl) if ttl else None
+        if not changes:
+            raise ValueError("update() needs at least one field to change (text, scope, categories, ...)")
+        with self._records.lock:
+            before = self._reader.get(record_id)
+            after = before.model_copy(update={**changes, "updated_at": utcnow(), "version": before.version + 1})
+            after = MemoryRecord.model_validate(after.model_dump())
+            self._records.update(before, after, action="update", actor=actor, reason=reason,
+                                 reembed="text" in changes and changes["text"] != before.text)
+            return after
+
+    def invalidate(self, record_id: str, *, reason: str, actor: str, replaced_by: str | None) -> MemoryRecord:
+        reason_text = check_text(reason, name="reason", max_chars=MAX_REASON_CHARS)
+        with self._records.lock:
+            before = self._reader.get(record_id)
+            if replaced_by is not None:
+                self._reader.get(replaced_by)
+            after = before.model_copy(update={
+                "state": "invalid", "invalid_reason": reason_text, "invalidated_by": replaced_by,
+                "updated_at": utcnow(), "version": before.version + 1,
+            })
+            self._records.update(before, after, action="invalidate", actor=actor, reason=reason_text,
+                                 reembed=False)
+            return after
+
+    def confirm(self, record_id: str, *, actor: str) -> MemoryRecord:
+        with self._records.lock:
+            before = self._reader.get(record_id)
+            if before.state == "invalid":
+                raise ValueError(f"memory {record_id} is invalid ({before.invalid_reason}); it cannot be confirmed")
+            if before.state == "valid":
+                return before
+            after = before.model_copy(update={"state": "valid", "updated_at": utcnow(),
+                                              "version": before.version + 1})
+            self._records.update(before, after, action="confirm", actor=actor, reason=None, reembed=False)
+            return after
+
+    def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:
+        with self._records.lock:
+            self._records.remove(self._reader.get(record_id), actor=actor, reason=reason)
+
+    def forget(self, *, user_id: str | None, scope: str | None, categories: Sequence[str] | None,
+               older_than: Any, ids: Sequence[str] | None, actor: str) -> ErasureReport:
+        if user_id is None and scope is None and not categories and older_than is None and ids is None:
+            raise ValueError(
+                "forget() needs at least one criterion (user_id, scope, categories, older_than or ids); "
+                "use reset() to empty the whole namespace"
+            )
+        owner = check_user_id(user_id) if user_id is not None else None
+        scopes = scopes_of(scope)
+        cats = check_categories(categories)
+        cutoff = check_older_than(older_than)
+        id_set = set(check_ids(ids)) if ids is not None else None
+        self._writer.drain()
+        users = [owner] if owner is not None else self._store.users()
+        erased = 0
+        with self._records.lock:
+            for who in users:
+                doomed = []
+                for row in self._store.iterate(who, where=scope_where(scopes)):
+                    record = self._records.decode(row)
+                    if id_set is not None and record.id not in id_set:
+                        continue
+                    if not any(is_within(record.scope, s) for s in scopes):
+                        continue
+                    if cats and not set(cats) & set(record.categories):
+                        continue
+                    if cutoff is not None and record.created_at >= cutoff:
+                        continue
+                    doomed.append(record)
+                erased += self._records.erase(who, doomed, actor=actor)
+        whole_user = owner is not None and scope is None and not cats and cutoff is None and id_set is None
+        if not whole_user:
+            return ErasureReport(erased)
+        assert owner is not None
+        return ErasureReport(erased, self._retained.erase_user(owner))
+
+    def reset(self) -> None:
+        self._writer.drain()
+        with self._records.lock:
+            for user_id in self._store.users():
+                self._lexical.drop_collection(self._store.collection_name(user_id))
+            # The namespace's identity survives: its embedder, and where it keeps users' data
+            # beside the records (checkpoints are not memory, and must stay erasable).
+            kept = dict(self._store.settings(RETAINED_PREFIX))
+            embedder = self._store.get_setting("embedder")
+            if embedder is not None:
+                kept["embedder"] = embedder
+            self._store.drop_namespace()
+            for key, value in kept.items():
+                self._store.put_setting(key, value)

@@ -1,0 +1,225 @@
+"""Conversations: finished turns handed over by `observe()` and committed by `memorize()`.
+
+Under policy mode `auto` every observed turn is distilled into facts on the background writer;
+under `explicit` the turns of a session wait in this process (bounded, newest sessions kept)
+until `memorize()` commits them. Distillation redacts secrets before any extractor or provider
+sees the text, extracts (the LLM when configured, deterministic rules otherwise), screens what it
+extracted, and hands the records to the write pipeline. Buffers are touched only by the writer
+thread, so they need no lock of their own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from .embeddings import Embedder
+from .extraction import ExtractedFact, Message, deterministic_extract, llm_extract, normalise_messages, topic_allowed
+from .intake import Intake
+from .namespace_policy import NamespacePolicy
+from .policy import MemoryPolicy
+from .reconcile import Decision
+from .record_writer import RecordWriter
+from .records import MemoryRecord, utcnow
+from .safety import REDACTED, redact
+from .scopes import ROOT, normalise_scope
+from .sessions import SessionBuffer, Turn, group_turns
+from .stats import WriteStats
+from .store import ChromaStore
+from .validation import check_metadata, check_optional_str, check_turn
+from .write_pipeline import WritePipeline
+from .writer import BackgroundWriter
+
+log = logging.getLogger("mnemic")
+
+MAX_BUFFERED_SESSIONS = 512
+MAX_PROMPT_FACTS = 15
+
+
+class Conversations:
+    def __init__(self, *, store: ChromaStore, records: RecordWriter, writer: BackgroundWriter,
+                 pipeline: WritePipeline, intake: Intake, policy: NamespacePolicy, stats: WriteStats,
+                 llm: Callable[[], Any], embedder: Callable[[], Embedder]) -> None:
+        self._store = store
+        self._records = records
+        self._writer = writer
+        self._pipeline = pipeline
+        self._intake = intake
+        self._policy = policy
+        self._stats = stats
+        self._llm = llm  # read per turn: the owner may swap its LLM at any time
+        self._embedder = embedder
+        # Turns seen under `explicit`, per (user, session), for memorize(); touched only by the writer.
+        self._sessions: OrderedDict[tuple[str, str], SessionBuffer] = OrderedDict()
+
+    def observe(self, messages: Any, *, user_id: str | None, session_id: str | None, turn: int | None,
+                memory: bool, scope: str | None, metadata: dict[str, Any] | None) -> None:
+        if not isinstance(memory, bool):
+            raise TypeError(f"memory must be True or False (False keeps this turn out), got {memory!r}")
+        owner = self._intake.owner(user_id)
+        session = check_optional_str(session_id, name="session_id")
+        turn_no = check_turn(turn)
+        scope_path = normalise_scope(scope)
+        captured = normalise_messages(messages)
+        extra = check_metadata(metadata) or None
+        self._stats.bump("turns_observed")
+        self._writer.submit(
+            lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra),
+            f"a turn of {len(captured)} message(s) for user {owner!r} from observe()")
+
+    def _observe_job(self, owner: str, session: str | None, turn: int | None, scope: str,
+                     messages: list[Message], memory: bool, metadata: dict[str, Any] | None = None) -> None:
+        buffer = self._session_buffer(owner, session) if session is not None else None
+        if not memory:
+            self._stats.bump("turns_opted_out")
+            if buffer is not None:
+                buffer.exclude(messages)
+            return
+        if not messages:
+            return
+        # The policy in force when the turn is handled, read from the store (another process may
+        # have changed it).
+        policy = self._policy.current()
+        if policy.mode == "auto":
+            self._distil(owner, messages, policy=policy, session=session, turn=turn, scope=scope,
+                         actor="extractor", metadata=metadata)
+        elif policy.mode == "explicit" and buffer is not None:
+            buffer.add(Turn(turn=turn, scope=scope, messages=messages, metadata=metadata))
+
+    def memorize(self, session_id: str | None, *, user_id: str | None, messages: Any, scope: str | None,
+                 timeout: float | None) -> list[MemoryRecord]:
+        self._policy.require_writes("memorize()")
+        owner = self._intake.owner(user_id)
+        session = check_optional_str(session_id, name="session_id")
+        if messages is None and session is None:
+            raise ValueError("memorize() needs session_id (a session observe() has seen) or messages")
+        given = normalise_messages(messages) if messages is not None else None
+        scope_path = normalise_scope(scope) if scope is not None else None
+        future = self._writer.submit(lambda: self._memorize_job(owner, session, given, scope_path))
+        outcome = future.result(timeout)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome or []
+
+    def _memorize_job(self, owner: str, session: str | None, given: list[Message] | None,
+                      scope: str | None) -> list[MemoryRecord] | BaseException:
+        try:
+            policy = self._policy.require_writes("memorize()")
+            buffer = self._sessions.get((owner, session)) if session is not None else None
+            if given is not None:
+                kept = [m for m in given if buffer is None or not buffer.excluded_message(m)]
+                turns = [Turn(turn=None, scope=scope or ROOT, messages=kept)] if kept else []
+            else:
+                turns = buffer.uncommitted() if buffer is not None else []
+                if scope is not None:
+                    turns = [Turn(turn=t.turn, scope=scope, messages=t.messages, metadata=t.metadata)
+                             for t in turns]
+            stored: list[MemoryRecord] = []
+            for group in group_turns(turns):
+                stored.extend(self._distil(
+                    owner, [m for t in group for m in t.messages], policy=policy, session=session,
+                    turn=group[0].turn if len(group) == 1 else None, scope=group[0].scope, actor="memorize",
+                    metadata=group[0].metadata))
+            if given is None and buffer is not None:
+                buffer.commit_all()
+            return stored
+        except Exception as exc:  # handed back to the waiting caller, not swallowed by the writer
+            return exc
+
+    def _session_buffer(self, owner: str, session: str) -> SessionBuffer:
+        key = (owner, session)
+        buffer = self._sessions.get(key)
+        if buffer is None:
+            buffer = self._sessions[key] = SessionBuffer()
+            while len(self._sessions) > MAX_BUFFERED_SESSIONS:
+                self._sessions.popitem(last=False)
+        else:
+            self._sessions.move_to_end(key)
+        return buffer
+
+    def _distil(self, owner: str, messages: list[Message], *, policy: MemoryPolicy,
+                session: str | None, turn: int | None, scope: str, actor: str,
+                metadata: dict[str, Any] | None = None) -> list[MemoryRecord]:
+        """Extract, screen and persist the facts of some messages (runs on the writer thread)."""
+        clean: list[Message] = []
+        for message in messages:
+            # Secrets leave the text before any extractor, or any provider, sees it.
+            text, hits = redact(message.content)
+            if hits:
+                self._stats.add_secrets([h.kind for h in hits])
+            clean.append(Message(role=message.role, content=text))
+        if not any(m.role != "system" for m in clean):
+            return []
+        self._stats.bump("turns_extracted")
+        facts: list[ExtractedFact] | None = None
+        llm = self._llm()
+        if llm is not None:
+            existing, aliases = self._existing_for_prompt(owner, clean)
+            facts = llm_extract(
+                llm, clean, policy=policy, existing=existing, aliases=aliases,
+                on_call=lambda: self._stats.add_llm_call("extract"),
+                on_failure=lambda exc: self._stats.bump("llm_failures"),
+            )
+            if facts is None:
+                self._stats.bump("llm_fallbacks")
+                log.warning("LLM extraction failed twice; the deterministic extractor handles this turn")
+        by_llm = facts is not None
+        if facts is None:
+            facts = deterministic_extract(clean, topics=policy.topics)
+        records: list[MemoryRecord] = []
+        decisions: dict[str, Decision] = {}
+        ttl = policy.ttl_seconds or None
+        now = utcnow()
+        for fact in facts:
+            if not topic_allowed(fact, policy.topics):
+                self._stats.bump("off_topic_dropped")
+                continue
+            if REDACTED in fact.text or not fact.text.strip():
+                continue  # the secret was counted when it was redacted
+            text = fact.text.strip()[:self._intake.max_text_chars]
+            if not self._intake.screen(text, kind="fact", policy=policy, screen_sensitive=True):
+                continue
+            record = self._intake.new_record(
+                text, owner=owner, scope=scope, categories=[], importance=0.5, author=fact.author,
+                source_kind="tool_result" if fact.from_tool else "conversation", session=session, turn=turn,
+                private=False, source=None, metadata=dict(metadata or {}), ttl=ttl, kind="fact", created_at=None,
+                topic=fact.topic, now=now)
+            records.append(record)
+            if by_llm:
+                decisions[record.id] = Decision(fact.decision, tuple(fact.targets),
+                                                fact.reason or f"LLM decided {fact.decision}", by="llm")
+        self._stats.bump("facts_extracted", len(records))
+        if not records:
+            return []
+        label = f"{actor} (llm)" if by_llm else f"{actor} (rules)"
+        return self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
+                                          use_llm=False)
+
+    def _existing_for_prompt(self, owner: str, messages: list[Message]
+                             ) -> tuple[list[tuple[int, str]], dict[int, str]]:
+        """The user's facts nearest to the turn, under small aliases (the model never sees ids)."""
+        total = self._store.count(owner)
+        if total == 0:
+            return [], {}
+        chosen: list[MemoryRecord] = []
+        if total <= MAX_PROMPT_FACTS:
+            # Few enough to show them all: no embedding, and nothing related can be missed.
+            now = utcnow()
+            chosen = sorted((r for r in map(self._records.decode, self._store.get(owner))
+                             if r.user_id == owner and r.state != "invalid" and not r.is_expired(now)
+                             and r.kind == "fact"),
+                            key=lambda r: r.created_at)
+        else:
+            texts = [m.content[:1000] for m in messages if m.role != "system"][-6:]
+            best: dict[str, tuple[float, MemoryRecord]] = {}
+            for vector in self._embedder().embed(texts):
+                for similar in self._pipeline.similar(owner, vector, kind="fact", k=8):
+                    known = best.get(similar.record.id)
+                    if known is None or similar.cosine > known[0]:
+                        best[similar.record.id] = (similar.cosine, similar.record)
+            chosen = [record for _, record in sorted(best.values(), key=lambda pair: -pair[0])[:MAX_PROMPT_FACTS]]
+        existing = [(alias, record.text) for alias, record in enumerate(chosen, start=1)]
+        aliases = {alias: record.id for alias, record in enumerate(chosen, start=1)}
+        return existing, aliases

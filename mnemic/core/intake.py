@@ -1,0 +1,140 @@
+"""Intake: caller input checked, screened for safety and turned into new records, before any write.
+
+Every statement that becomes a record passes here: `prepare` checks the arguments of remember()
+and remember_many() (bad input raises, nothing is written) and `screen` refuses secrets on every
+path and sensitive categories on the paths memory chose to write (extraction, the model's remember
+tool). The write pipeline only ever sees records built here, by `new_record`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from .policy import MemoryPolicy
+from .records import AUTHORS, KINDS, SOURCE_KINDS, UNCONFIRMED_SOURCE_KINDS, MemoryRecord, text_hash, utcnow
+from .safety import find_secrets, sensitive_category
+from .scopes import normalise_scope
+from .stats import WriteStats
+from .validation import (
+    check_categories,
+    check_choice,
+    check_importance,
+    check_metadata,
+    check_optional_str,
+    check_text,
+    check_ttl,
+    check_turn,
+    check_user_id,
+)
+
+log = logging.getLogger("mnemic")
+
+# Kinds that hold personal facts, to which the policy's sensitive-category exclusion applies
+# (lessons and knowledge are not about a person).
+PERSONAL_KINDS = frozenset({"fact", "note"})
+# The policy's sensitive-category exclusion covers what memory decides to keep: facts it extracts
+# (observe, memorize) and facts the model stores with its remember tool. A direct remember() by
+# application code or an operator is a deliberate act and stores the statement as written;
+# secrets are refused on every path.
+SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
+
+
+class Intake:
+    def __init__(self, *, namespace: str, stats: WriteStats, max_text_chars: int) -> None:
+        self.namespace = namespace
+        self.stats = stats
+        self.max_text_chars = max_text_chars
+        # Anonymous callers get an id bound to this Memory object's session, never a shared one.
+        self.anonymous_user_id = f"anonymous:{uuid.uuid4().hex}"
+
+    def owner(self, user_id: Any) -> str:
+        """The user a call acts for: the caller's checked id, or this session's anonymous id."""
+        if user_id is None:
+            return self.anonymous_user_id
+        return check_user_id(user_id)
+
+    def prepare(
+        self,
+        texts: Sequence[Any],
+        *,
+        policy: MemoryPolicy,
+        user_id: Any,
+        scope: Any = None,
+        categories: Any = None,
+        importance: Any = None,
+        author: Any = "user",
+        source_kind: Any = "conversation",
+        session_id: Any = None,
+        turn: Any = None,
+        private: Any = False,
+        source: Any = None,
+        metadata: Any = None,
+        ttl_seconds: Any = None,
+        kind: Any = "fact",
+        created_at: datetime | None = None,
+        topic: str | None = None,
+    ) -> list[MemoryRecord]:
+        """Checked, screened records for `texts`; refused texts (secrets, excluded categories) are
+        left out and counted in `stats`."""
+        owner = self.owner(user_id)
+        clean_texts = [check_text(t, max_chars=self.max_text_chars) for t in texts]
+        scope_path = normalise_scope(scope)
+        cats = check_categories(categories)
+        weight = check_importance(importance)
+        check_choice(author, name="author", choices=AUTHORS)
+        check_choice(source_kind, name="source_kind", choices=SOURCE_KINDS)
+        check_choice(kind, name="kind", choices=KINDS)
+        session = check_optional_str(session_id, name="session_id")
+        turn_no = check_turn(turn)
+        if not isinstance(private, bool):
+            raise TypeError(f"private must be True or False, got {type(private).__name__}")
+        origin = check_optional_str(source, name="source")
+        extra = check_metadata(metadata)
+        # An explicit ttl (0 = never) wins; otherwise the policy's applies.
+        ttl = check_ttl(ttl_seconds) if ttl_seconds is not None else (policy.ttl_seconds or None)
+        now = utcnow()
+        return [
+            self.new_record(t, owner=owner, scope=scope_path, categories=cats, importance=weight,
+                            author=author, source_kind=source_kind, session=session, turn=turn_no,
+                            private=private, source=origin, metadata=extra, ttl=ttl, kind=kind,
+                            created_at=created_at, topic=topic, now=now)
+            for t in clean_texts
+            if self.screen(t, kind=kind, policy=policy, screen_sensitive=source_kind in SCREENED_SOURCE_KINDS)
+        ]
+
+    def new_record(self, text: str, *, owner: str, scope: str, categories: list[str],
+                   importance: float, author: str, source_kind: str, session: str | None,
+                   turn: int | None, private: bool, source: str | None, metadata: dict[str, Any],
+                   ttl: float | None, kind: str, created_at: datetime | None, topic: str | None,
+                   now: datetime) -> MemoryRecord:
+        state = "pending" if source_kind in UNCONFIRMED_SOURCE_KINDS else "valid"
+        return MemoryRecord(
+            id=uuid.uuid4().hex, text=text, hash=text_hash(text), kind=kind, user_id=owner,
+            namespace=self.namespace, scope=scope, categories=categories, topic=topic,
+            importance=importance, author=author, source_kind=source_kind,
+            session_id=session, turn=turn, state=state, created_at=created_at or now, updated_at=now,
+            expires_at=now + timedelta(seconds=ttl) if ttl else None, private=private, source=source,
+            metadata=metadata,
+        )
+
+    def screen(self, text: str, *, kind: str, policy: MemoryPolicy, screen_sensitive: bool) -> bool:
+        """False (and counted) for a secret, whatever the policy or the path; for a sensitive
+        category when the policy excludes them and the write is one memory chose to make
+        (`screen_sensitive`). The text itself is never logged."""
+        hits = find_secrets(text)
+        if hits:
+            kinds = [h.kind for h in hits]
+            self.stats.add_secrets(kinds)
+            log.info("refused to store a statement holding a secret (%s)", ", ".join(sorted(set(kinds))))
+            return False
+        if screen_sensitive and policy.exclude_sensitive and kind in PERSONAL_KINDS:
+            category = sensitive_category(text)
+            if category is not None:
+                self.stats.add_sensitive(category)
+                log.info("refused to store a statement in an excluded category (%s)", category)
+                return False
+        return True

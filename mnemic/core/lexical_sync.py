@@ -1,0 +1,66 @@
+"""Keeps the lexical index in line with Chroma, which is the truth.
+
+On open every user's index entries are checked against their collection (a crash may have left a
+record unindexed, or indexed a change that never landed). Against a Chroma server other processes
+write too, so a user's entries are re-checked before a read, at most every SERVER_SYNC_INTERVAL_S.
+A watermark per collection (the newest change indexed) lets a check read only what changed since.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .lexical import LexicalIndex
+from .record_writer import RecordWriter
+from .store import ChromaStore
+
+SERVER_SYNC_INTERVAL_S = 2.0
+
+
+class LexicalSync:
+    def __init__(self, store: ChromaStore, lexical: LexicalIndex, records: RecordWriter, *,
+                 single_writer: bool) -> None:
+        self._store = store
+        self._lexical = lexical
+        self._records = records
+        # Embedded: this process holds the path lock, so nobody else changes the records.
+        self._single_writer = single_writer
+        self._last_sync: dict[str, float] = {}
+
+    def repair(self) -> int:
+        """Bring every user's index entries in line with Chroma; returns how many were added,
+        changed or dropped."""
+        return sum(self.sync_user(user_id) for user_id in self._store.users())
+
+    def maybe_sync(self, user_id: str) -> None:
+        """Before a read: catch up with other processes' writes, when there can be any."""
+        if self._single_writer:
+            return
+        now = time.monotonic()
+        if now - self._last_sync.get(user_id, 0.0) >= SERVER_SYNC_INTERVAL_S:
+            self._last_sync[user_id] = now
+            self.sync_user(user_id)
+
+    def sync_user(self, user_id: str) -> int:
+        collection = self._store.collection_name(user_id)
+        indexed = self._lexical.versions(collection)
+        watermark = self._lexical.watermark(collection)
+        count = self._store.count(user_id)
+        if watermark is not None and count == len(indexed):
+            # Only records written after the watermark can be missing or stale.
+            rows = self._store.iterate(user_id, where={"updated_at": {"$gte": watermark - 1.0}})
+            records = [self._records.decode(row) for row in rows]
+            stale_ids: list[str] = []
+        else:
+            records = [self._records.decode(row) for row in self._store.iterate(user_id)]
+            present = {r.id for r in records}
+            stale_ids = [rid for rid in indexed if rid not in present]
+        todo = [r for r in records if indexed.get(r.id) != r.version]
+        if stale_ids:
+            self._lexical.delete(stale_ids)
+        self._records.index(todo)
+        if records:
+            self._lexical.set_watermark(collection, max(r.updated_at.timestamp() for r in records))
+        elif watermark is None:
+            self._lexical.set_watermark(collection, 0.0)
+        return len(todo) + len(stale_ids)
