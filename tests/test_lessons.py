@@ -162,6 +162,7 @@ def _fact_and_lesson(memory: Memory) -> None:
 def test_recall_and_profile_never_serve_lessons(memory: Memory) -> None:
     _fact_and_lesson(memory)
     query = "drafts about databases PostgreSQL benchmarks"
+    assert [m.record.kind for m in memory.recall(query, user_id="alice")] == ["fact"]
     assert [m.record.kind for m in memory.recall(query, user_id="alice", kinds=["fact", "note"])] == ["fact"]
     assert "benchmarks" not in memory.profile("alice")
     # Asked for by name, they are there: that is how the lesson store reads them.
