@@ -57,9 +57,10 @@ class LessonBackend(Protocol):
 
     namespace: str
 
-    def remember(self, text: str, *, user_id: str | None, scope: str | None = ..., author: str = ...,
-                 source_kind: str = ..., session_id: str | None = ..., source: str | None = ...,
-                 metadata: dict[str, Any] | None = ..., kind: str = ...,
+    def remember(self, text: str, *, user_id: str | None, scope: str | None = ...,
+                 categories: Sequence[str] | None = ..., importance: float | None = ..., author: str = ...,
+                 source_kind: str = ..., session_id: str | None = ..., private: bool = ...,
+                 source: str | None = ..., metadata: dict[str, Any] | None = ..., kind: str = ...,
                  actor: str | None = ...) -> MemoryRecord | None: ...
 
     def remember_many(self, texts: Iterable[str], **options: Any) -> builtins.list[str]: ...
@@ -270,6 +271,9 @@ class LessonStore:
         feedback: str | None = None,
         framework: str | None = None,
         source: str | None = None,
+        categories: Sequence[str] | None = None,
+        importance: float | None = None,
+        private: bool = False,
         metadata: dict[str, str | int | float | bool] | None = None,
         background: bool = False,
     ) -> builtins.list[Lesson]:
@@ -279,6 +283,8 @@ class LessonStore:
         `review` names the review they came from: storing the same review again (a node that
         LangGraph re-ran) returns what that review stored instead of writing twice.
         `background=True` queues them on the memory's writer and returns [] (CrewAI's way).
+        `source`, `categories`, `importance` and `private` keep their memory meaning (a private
+        lesson is recalled only with its own `source`).
         """
         owner = check_user_id(user_id)
         if place.step is None:
@@ -298,6 +304,7 @@ class LessonStore:
             "user_id": owner, "kind": LESSON_KIND, "scope": place.scope(self.root), "author": "user",
             "source_kind": "feedback", "session_id": _label(thread), "source": source, "metadata": meta,
             "actor": f"reviewer:{_label(reviewer)}" if reviewer else "reviewer",
+            "categories": categories, "importance": importance, "private": private,
         }
         if background:
             self.memory.remember_many(lessons, **options)
