@@ -143,6 +143,10 @@ class Lesson:
     record: MemoryRecord
     score: float | None = None
 
+    def _meta(self, key: str) -> str | None:
+        value = self.record.metadata.get(key)
+        return str(value) if value is not None else None
+
     @property
     def id(self) -> str:
         return self.record.id
@@ -157,13 +161,11 @@ class Lesson:
 
     @property
     def flow(self) -> str | None:
-        value = self.record.metadata.get(FLOW_KEY)
-        return str(value) if value is not None else None
+        return self._meta(FLOW_KEY)
 
     @property
     def step(self) -> str | None:
-        value = self.record.metadata.get(STEP_KEY, self.record.metadata.get(LEGACY_STEP_KEY))
-        return str(value) if value is not None else None
+        return self._meta(STEP_KEY) or self._meta(LEGACY_STEP_KEY)
 
     @property
     def where(self) -> str:
@@ -172,8 +174,7 @@ class Lesson:
 
     @property
     def reviewer(self) -> str | None:
-        value = self.record.metadata.get(REVIEWER_KEY)
-        return str(value) if value is not None else None
+        return self._meta(REVIEWER_KEY)
 
     @property
     def thread(self) -> str | None:
@@ -181,18 +182,15 @@ class Lesson:
 
     @property
     def review(self) -> str | None:
-        value = self.record.metadata.get(REVIEW_KEY)
-        return str(value) if value is not None else None
+        return self._meta(REVIEW_KEY)
 
     @property
     def framework(self) -> str | None:
-        value = self.record.metadata.get(FRAMEWORK_KEY)
-        return str(value) if value is not None else None
+        return self._meta(FRAMEWORK_KEY)
 
     @property
     def feedback(self) -> str | None:
-        value = self.record.metadata.get(FEEDBACK_KEY)
-        return str(value) if value is not None else None
+        return self._meta(FEEDBACK_KEY)
 
     @property
     def state(self) -> str:

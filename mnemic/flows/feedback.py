@@ -44,7 +44,7 @@ _REJECT = re.compile(
     re.IGNORECASE,
 )
 _APPROVE = re.compile(
-    r"^\s*(?:approved?|accepted?|lgtm|looks good(?: to me)?|looks great|ok|okay|yes|yep|good|great|fine|"
+    r"^\s*(?:approved?|accepted?|lgtm|looks (?:good|great|fine|ok|okay)(?: to me)?|ok|okay|yes|yep|good|great|fine|"
     r"perfect|ship it|all good|👍|✅)" + _VERDICT_END,
     re.IGNORECASE,
 )

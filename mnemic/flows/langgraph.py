@@ -32,7 +32,6 @@ context's `user_id`. A run that names no user is refused when learning is on: le
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import hashlib
 import inspect
@@ -44,12 +43,13 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.config import get_config
 from langgraph.func import task
-from langgraph.types import Command, interrupt
+from langgraph.types import interrupt
 
 from ..core.lessons import LessonPlace, LessonStore
 from ..core.llm import check_llm
 from ..tools.langchain import USER_KEY, IdentityError, run_identity
 from .feedback import AnswerError, ReviewAnswer, distil, read_answer, revise
+from .node_output import is_message, rebuilt, text_of, update_parts, with_text
 
 if TYPE_CHECKING:
     from ..core.memory import Memory
@@ -88,50 +88,6 @@ _INTERRUPT_OPTIONS: dict[str, Any] = (
     {"response_schema": ANSWER_SCHEMA} if "response_schema" in inspect.signature(interrupt).parameters else {})
 
 
-# -- the value under review ------------------------------------------------------------------------
-
-def _is_message(value: Any) -> bool:
-    return hasattr(value, "content") and hasattr(value, "type") and not isinstance(value, (str, Mapping))
-
-
-def _message_text(message: Any) -> str | None:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p if isinstance(p, str) else p.get("text", "") for p in content
-                 if isinstance(p, str) or (isinstance(p, Mapping) and p.get("type") == "text")]
-        return "\n".join(parts)
-    return None
-
-
-def text_of(value: Any) -> str | None:
-    """The text a reviewer reads and a model may revise: a string, a message's content, or the
-    last message of a list of messages. None for anything else (it is shown as it is)."""
-    if isinstance(value, str):
-        return value
-    if _is_message(value):
-        return _message_text(value)
-    if isinstance(value, (list, tuple)) and value and _is_message(value[-1]):
-        return _message_text(value[-1])
-    return None
-
-
-def with_text(value: Any, text: str) -> Any:
-    """`value` carrying `text` instead of its own (a message keeps its id, so a messages reducer
-    replaces it rather than adding a second one)."""
-    if isinstance(value, str):
-        return text
-    if _is_message(value):
-        if hasattr(value, "model_copy"):
-            return value.model_copy(update={"content": text})
-        return dataclasses.replace(value, content=text)
-    if isinstance(value, (list, tuple)) and value and _is_message(value[-1]):
-        changed = [*value[:-1], with_text(value[-1], text)]
-        return type(value)(changed) if isinstance(value, tuple) else changed
-    return text
-
-
 # -- one review, as the node sees it -----------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -140,29 +96,8 @@ class _Run:
     thread: str | None
     place: LessonPlace
     review_id: str
-    recall: bool  # lessons are read (learning on, a user, memory not off)
-    write: bool  # lessons are written and withdrawn (and the run did not opt out of memory writes)
-
-
-def _update_parts(update: Any, key: str | None) -> tuple[dict[str, Any], str]:
-    """The dict of state values a node returned (inside a Command too) and the key under review."""
-    values = update.update if isinstance(update, Command) else update
-    if not isinstance(values, Mapping):
-        raise TypeError(
-            f"human_feedback reviews a value the node writes to the state, but the node returned "
-            f"{type(update).__name__}; return a dict such as {{'draft': text}} (or a Command with update=)"
-        )
-    if key is not None:
-        if key not in values:
-            raise KeyError(f"human_feedback(key={key!r}): the node's update has no {key!r} "
-                           f"(it wrote {', '.join(map(repr, values)) or 'nothing'})")
-        return dict(values), key
-    if len(values) == 1:
-        return dict(values), next(iter(values))
-    if "messages" in values:
-        return dict(values), "messages"
-    raise ValueError(f"human_feedback: the node wrote {', '.join(map(repr, values))}; say which one the "
-                     "human reviews with key=...")
+    learning: bool  # learn=True with a memory (and so a user)
+    may_write: bool  # the run did not opt out of memory writes
 
 
 def _as_task(name: str, work: Callable[[], Any]) -> Any:
@@ -170,10 +105,6 @@ def _as_task(name: str, work: Callable[[], Any]) -> Any:
     task's result with the checkpoint, so when it runs the node again on resume, the task is not."""
     make_task: Any = task  # its overloads do not describe a closure that takes no arguments
     return make_task(name=name)(work)()
-
-
-def _rebuilt(update: Any, values: dict[str, Any]) -> Any:
-    return dataclasses.replace(update, update=values) if isinstance(update, Command) else values
 
 
 class FeedbackStep:
@@ -216,20 +147,22 @@ class FeedbackStep:
         # node runs again on resume, and new for a new step or a fork of the thread.
         where = f"{who.session_id}\x00{configurable.get('checkpoint_ns') or metadata.get('langgraph_checkpoint_ns')}"
         review_id = "r" + hashlib.sha256(where.encode("utf-8")).hexdigest()[:24]
-        active = self.learn and self.memory is not None
-        if active and who.user_id is None:
+        learning = self.learn and self.memory is not None
+        if learning and who.user_id is None:
             raise IdentityError(NO_USER.format(key=self.user_key))
-        if active:
-            assert self.memory is not None
-            active = self.memory.effective_policy().policy.mode != "off"
         return _Run(user_id=who.user_id, thread=who.session_id, place=LessonPlace(self.graph, node),
-                    review_id=review_id, recall=active, write=active and who.memory)
+                    review_id=review_id, learning=learning, may_write=who.memory)
+
+    def _memory_on(self) -> bool:
+        # Read when it matters (a review may wait hours for its answer): another process may
+        # have turned memory off meanwhile.
+        return self.memory is not None and self.memory.effective_policy().policy.mode != "off"
 
     # -- before the human sees it ------------------------------------------------------------------
 
     def prereview(self, run: _Run, text: str | None) -> dict[str, Any]:
         """The lessons for this place and the output revised against them (runs as a task)."""
-        if not run.recall or text is None or not text.strip() or self.lessons is None:
+        if not run.learning or text is None or not text.strip() or self.lessons is None or not self._memory_on():
             return {"output": text, "revised": False, "applied": [], "recalled": []}
         assert run.user_id is not None
         found = [lesson for lesson in self.lessons.recall(text, user_id=run.user_id, place=run.place,
@@ -282,7 +215,12 @@ class FeedbackStep:
             "lessons_applied": [item["id"] for item in pre["applied"]],
             "lessons_learned": [], "lessons_withdrawn": [],
         }
-        if not run.write or self.lessons is None:
+        rejected_applied = answer.approved is False and bool(pre["applied"])
+        if not run.learning or not run.may_write or self.lessons is None:
+            return result
+        if not answer.feedback and not rejected_applied:
+            return result  # a bare approval (or a rejection of an output no lesson shaped): nothing to learn
+        if not self._memory_on():
             return result
         assert run.user_id is not None
         try:
@@ -324,12 +262,12 @@ class FeedbackStep:
         values[key] = final
         if self.review_key is not None:
             values[self.review_key] = result
-        return _rebuilt(update, values)
+        return rebuilt(update, values)
 
     # -- the whole review, sync and async --------------------------------------------------------
 
     def review(self, update: Any, run: _Run) -> Any:
-        values, key = _update_parts(update, self.key)
+        values, key = update_parts(update, self.key)
         value = values[key]
         text = text_of(value)
         pre: dict[str, Any] = _as_task(PREREVIEW_TASK, lambda: self.prereview(run, text)).result()
@@ -338,7 +276,7 @@ class FeedbackStep:
         return self.finish(update, values, key, value, text, answer, pre, result)
 
     async def areview(self, update: Any, run: _Run) -> Any:
-        values, key = _update_parts(update, self.key)
+        values, key = update_parts(update, self.key)
         value = values[key]
         text = text_of(value)
 
@@ -478,7 +416,7 @@ def review_node(
         out = {k: v for k, v in reviewed.items() if k != key}
         if after is before:
             return out
-        if isinstance(after, list) and isinstance(before, list) and after and _is_message(after[-1]) \
+        if isinstance(after, list) and isinstance(before, list) and after and is_message(after[-1]) \
                 and len(after) == len(before):
             out[key] = [after[-1]]
         else:
