@@ -141,6 +141,7 @@ def test_feedback_becomes_a_lesson_that_revises_the_next_output(memory: Memory, 
     assert payload["output"] == "Draft 2 about databases. [Cite a source for every claim.]"
     assert payload["original"] == "Draft 2 about databases."
     assert payload["lessons_applied"] == [{"id": lesson.id, "text": lesson.text}]
+    assert payload["lessons_considered"] == payload["lessons_applied"]
     json.dumps(payload)  # what a client receives is plain JSON
     assert state["draft"] == payload["output"]
     assert state["review"]["approved"] is True and state["review"]["reviewer"] == "editor-bob"
@@ -257,6 +258,7 @@ def test_rejection_withdraws_the_applied_lessons_and_only_those(memory: Memory, 
     payload, state = review(writer(memory, model, saver), {"approved": False, "feedback": "Prices are in dollars."},
                             "t9")
     assert [item["id"] for item in payload["lessons_applied"]] == [applied_id]
+    assert {item["id"] for item in payload["lessons_considered"]} == {applied_id, ignored_id}
     assert state["review"]["lessons_withdrawn"] == [applied_id]
     withdrawn = LessonStore(memory).get(applied_id)
     assert withdrawn.state == "invalid"
@@ -489,3 +491,22 @@ def test_bad_set_up_is_refused_clearly() -> None:
         human_feedback(lambda state: {}, learn=True)
     with pytest.raises(ValueError, match="max_lessons"):
         human_feedback(lambda state: {}, learn=False, max_lessons=0)
+
+
+def test_a_langchain_chat_model_can_be_the_reviewers_model(memory: Memory, saver: Any) -> None:
+    """Any chat model works as a `(messages, schema)` callable; a LangChain fake stands in here."""
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+
+    chat = FakeMessagesListChatModel(responses=[
+        AIMessage('{"lessons": ["Name the owner of every action item."], "rejected": false}'),
+        AIMessage('```json\n{"output": "Draft 2 about databases. Owner: Alice.", "applied": [1]}\n```'),
+    ])
+
+    def model(messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
+        return str(chat.invoke([(m["role"], m["content"]) for m in messages]).content)
+
+    graph = writer(memory, model, saver)
+    review(graph, "Every action item needs an owner.", "t1")
+    payload, _ = review(graph, True, "t2")
+    assert payload["output"] == "Draft 2 about databases. Owner: Alice."
+    assert [item["text"] for item in payload["lessons_applied"]] == ["Name the owner of every action item."]

@@ -184,6 +184,7 @@ class FeedbackStep:
             "key": key,
             "output": shown,
             "lessons_applied": pre["applied"],
+            "lessons_considered": pre["recalled"],
             "how_to_answer": HOW_TO_ANSWER,
         }
         if pre["revised"]:
