@@ -90,17 +90,18 @@ def config(thread: str, user: str | None = "alice", **extra: Any) -> dict[str, A
 
 
 def writer(memory: Memory | None, model: Any, saver: Any, *, calls: list[str] | None = None,
-           graph: str = "writer", node: str = "draft", **options: Any) -> Any:
+           graph: str = "writer", node: str = "draft", llm_from_memory: bool = False, **options: Any) -> Any:
     """topic → draft (reviewed) → end."""
     made = calls if calls is not None else []
+    if not llm_from_memory:
+        options["llm"] = model
 
     def draft(state: State) -> dict[str, Any]:
         made.append(state["topic"])
         return {"draft": f"Draft {len(made)} about {state['topic']}."}
 
     builder = StateGraph(State)
-    builder.add_node(node, human_feedback(draft, memory=memory, llm=model, graph=graph, review_key="review",
-                                          **options))
+    builder.add_node(node, human_feedback(draft, memory=memory, graph=graph, review_key="review", **options))
     builder.add_edge(START, node)
     builder.add_edge(node, END)
     return builder.compile(checkpointer=saver)
@@ -510,3 +511,11 @@ def test_a_langchain_chat_model_can_be_the_reviewers_model(memory: Memory, saver
     payload, _ = review(graph, True, "t2")
     assert payload["output"] == "Draft 2 about databases. Owner: Alice."
     assert [item["text"] for item in payload["lessons_applied"]] == ["Name the owner of every action item."]
+
+
+def test_the_memorys_model_is_used_when_none_is_given(tmp_path: Any, saver: Any) -> None:
+    model = ReviewModel(lessons=lambda feedback: ["Use short sentences."])
+    with Memory(tmp_path / "with-llm", embedder=HashEmbedder(), llm=model) as memory:
+        review(writer(memory, None, saver, llm_from_memory=True), "Shorter sentences, please.", "t1")
+        assert model.distils == ["Shorter sentences, please."]
+        assert [x.text for x in lessons(memory)] == ["Use short sentences."]

@@ -123,8 +123,7 @@ class FeedbackStep:
                 raise ValueError(f"{name} must be a non-empty string, got {value!r}")
         self.memory = memory
         self.learn = learn
-        self.llm = memory.llm if llm is _USE_MEMORY_LLM and memory is not None else (
-            None if llm is _USE_MEMORY_LLM else check_llm(llm))
+        self._llm = llm if llm is _USE_MEMORY_LLM else check_llm(llm)
         self.key = key
         self.graph = graph or DEFAULT_GRAPH
         self.node = node
@@ -133,6 +132,14 @@ class FeedbackStep:
         self.max_lessons = max_lessons
         self.user_key = user_key
         self.lessons = LessonStore(memory) if memory is not None else None
+
+    @property
+    def llm(self) -> Any:
+        """The model both calls use: the one given, else the Memory's (read at call time, as the
+        Memory reads its own)."""
+        if self._llm is _USE_MEMORY_LLM:
+            return self.memory.llm if self.memory is not None else None
+        return self._llm
 
     # -- the run -----------------------------------------------------------------------------------
 
