@@ -16,7 +16,9 @@ the model: a real model adds its own time to the calls counted in the last colum
 - review, 20 lessons: the same with 20 lessons at the node for this user (the pre-review ranks them,
   takes the 10 most relevant, and makes one model call);
 - learn 1 lesson: no lessons, answered with feedback that is distilled into one stored lesson (one
-  model call; the lesson is deleted again outside the timing).
+  model call; the lesson is deleted again outside the timing);
+- remember 1 fact: `Memory.remember` of one fact, no graph (deleted again outside the timing): what
+  storing one record costs on this store, for scale against "learn 1 lesson".
 
 The user also holds --facts ordinary facts, and other users hold lessons of the same node, so the
 lookups run on a store that is not empty. Rounds interleave the variants, so machine load hits all
@@ -144,11 +146,21 @@ def main() -> None:
                     memory.delete(lesson.id)  # back to no lessons, outside the timing
                 return elapsed
 
+            def remember_one(thread: str, topic: str) -> float:
+                started = time.perf_counter()
+                record = memory.remember(f"Asked for a source on every {topic} claim in {thread}.",
+                                         user_id="learner")
+                elapsed = (time.perf_counter() - started) * 1000
+                if record is not None:
+                    memory.delete(record.id)
+                return elapsed
+
             variants: dict[str, Callable[[str, str], float]] = {
                 "plain interrupt (reference)": lambda thread, topic: cycle(plain, "no-lessons", thread, topic, True),
                 "review, 0 lessons": lambda thread, topic: cycle(reviewed, "no-lessons", thread, topic, True),
                 "review, 20 lessons": lambda thread, topic: cycle(reviewed, "with-lessons", thread, topic, True),
                 "learn 1 lesson": learn_one,
+                "remember 1 fact (no graph)": remember_one,
             }
             calls_per_cycle: dict[str, float] = {}
             times: dict[str, list[float]] = {name: [] for name in variants}
