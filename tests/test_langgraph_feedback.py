@@ -492,6 +492,10 @@ def test_bad_set_up_is_refused_clearly() -> None:
         human_feedback(lambda state: {}, learn=True)
     with pytest.raises(ValueError, match="max_lessons"):
         human_feedback(lambda state: {}, learn=False, max_lessons=0)
+    with pytest.raises(ValueError, match="overwrite"):
+        human_feedback(lambda state: {}, learn=False, key="draft", review_key="draft")
+    with pytest.raises(ValueError, match="limit is 200"):
+        review_node("draft", learn=False, graph="g" * 300)
 
 
 def test_a_langchain_chat_model_can_be_the_reviewers_model(memory: Memory, saver: Any) -> None:

@@ -121,6 +121,9 @@ class FeedbackStep:
         for name, value in (("key", key), ("graph", graph), ("node", node), ("review_key", review_key)):
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        if review_key is not None and review_key == key:
+            raise ValueError(f"review_key={review_key!r} would overwrite the reviewed value: name another state key")
+        LessonPlace(graph or DEFAULT_GRAPH, node)  # a name a lesson cannot carry is refused now, not mid-run
         self.memory = memory
         self.learn = learn
         self._llm = llm if llm is _USE_MEMORY_LLM else check_llm(llm)
