@@ -523,3 +523,18 @@ def test_the_memorys_model_is_used_when_none_is_given(tmp_path: Any, saver: Any)
         review(writer(memory, None, saver, llm_from_memory=True), "Shorter sentences, please.", "t1")
         assert model.distils == ["Shorter sentences, please."]
         assert [x.text for x in lessons(memory)] == ["Use short sentences."]
+
+
+def test_a_review_node_revises_the_last_message_in_place(memory: Memory, saver: Any) -> None:
+    _seed(memory, "Greet the customer by name.", graph="support", node="check")
+    builder = StateGraph(Chat)
+    builder.add_node("reply", lambda state: {"messages": [AIMessage("Your refund is on its way.", id="ai-1")]})
+    builder.add_node("check", review_node("messages", memory=memory, llm=ReviewModel(), graph="support",
+                                          name="check"))
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", "check")
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage("Where is my refund?", id="h-1")]}, config("t1"))
+    state = graph.invoke(Command(resume=True), config("t1"))
+    assert [m.id for m in state["messages"]] == ["h-1", "ai-1"]
+    assert state["messages"][-1].content == "Your refund is on its way. [Greet the customer by name.]"
