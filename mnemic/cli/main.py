@@ -6,6 +6,8 @@ from importlib import metadata
 
 import click
 
+from .checkpoints import checkpoints_group
+from .kickoffs import kickoffs_group
 from .lessons import lessons_group
 from .models import models
 from .operator import knowledge_group, memory_group, policy_group
@@ -28,6 +30,8 @@ cli.add_command(models)
 cli.add_command(memory_group)
 cli.add_command(policy_group)
 cli.add_command(knowledge_group)
+cli.add_command(checkpoints_group)
+cli.add_command(kickoffs_group)
 cli.add_command(lessons_group)
 
 

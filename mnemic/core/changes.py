@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from .lexical import LexicalIndex
 from .record_writer import RecordWriter
@@ -38,11 +38,21 @@ UNSET: Any = object()
 MAX_REASON_CHARS = 2000
 
 
-class RetainedRegistry:
-    """Where a namespace keeps users' data beside their records, so erasure reaches it too."""
+class BuiltInPlace(ErasableState, Protocol):
+    """State of the namespace itself that keeps users' data (and can say whether it holds any)."""
 
-    def __init__(self, store: ChromaStore) -> None:
+    def in_use(self) -> bool: ...
+
+
+class RetainedRegistry:
+    """Where a namespace keeps users' data beside their records, so erasure reaches it too.
+
+    `built_in` are such places every Memory of the namespace has (its run log): erased in every
+    process, and reported only once they hold something."""
+
+    def __init__(self, store: ChromaStore, built_in: Sequence[BuiltInPlace] = ()) -> None:
         self._store = store
+        self._built_in = list(built_in)
         # State this process attached (e.g. a store in a Chroma collection); places on disk are
         # recorded in the namespace's settings instead, so every process erases them.
         self._attached: list[ErasableState] = []
@@ -62,7 +72,8 @@ class RetainedRegistry:
                 for _, value in sorted(self._store.settings(RETAINED_PREFIX).items())]
 
     def erase_user(self, user_id: str) -> ErasureOutcome:
-        return erase_everywhere([*self.places(), *self._attached], user_id)
+        in_use = [place for place in self._built_in if place.in_use()]
+        return erase_everywhere([*self.places(), *in_use, *self._attached], user_id)
 
 
 class RecordChanges:

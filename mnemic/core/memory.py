@@ -46,10 +46,11 @@ from .reconcile import thresholds_for
 from .record_writer import RecordWriter
 from .records import MemoryMatch, MemoryRecord
 from .retention import ErasableState, ErasureReport, RetainedPlace
+from .runs import RunLog
 from .scopes import ROOT
 from .serving import RecordReader
 from .stats import WriteStats
-from .store import ChromaStore, make_persistent_client
+from .store import ChromaStore, RunCollection, make_persistent_client
 from .validation import MAX_TEXT_CHARS
 from .views import MemoryView
 from .write_pipeline import WritePipeline, describe_queued
@@ -143,7 +144,10 @@ class Memory:
         self._reader = RecordReader(
             namespace=self.namespace, store=store, lexical=lexical, records=records, writer=writer,
             recall=self._recall, sync=self._sync, owner=self._intake.owner, max_text_chars=self.max_text_chars)
-        self._retained = RetainedRegistry(store)
+        # What runs of agent teams produced (kickoff outputs, kept for replay), in the namespace's
+        # Chroma database: every process of a deployment sees them, and every process erases them.
+        self.runs = RunLog(RunCollection(store.client, self.namespace))
+        self._retained = RetainedRegistry(store, built_in=[self.runs])
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
                                       reader=self._reader, retained=self._retained,
                                       max_text_chars=self.max_text_chars)

@@ -18,6 +18,7 @@ from crewai.memory.unified_memory import Memory
 from . import context
 from .identity import DetachedMemoryError, DetachedStorage, live_memories, marker_config
 from .memory import CrewMemory
+from .persistence import after_restore
 
 log = logging.getLogger("mnemic.crewai")
 
@@ -76,11 +77,13 @@ def _live_for(rebuilt: Any) -> CrewMemory:
 
 
 def restore_crew(config: Any, memory: CrewMemory | None = None) -> Any:
-    """`Crew.from_checkpoint(config)` with mnemic kept as the memory (see `reattach`)."""
+    """`Crew.from_checkpoint(config)` with mnemic kept as the memory (see `reattach`), the user the
+    checkpoint was written for, and mnemic's checkpoint provider for what the crew saves next."""
     from crewai import Crew
 
     crew = Crew.from_checkpoint(config)
     reattach(crew, memory)
+    after_restore(crew, config)
     return crew
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -176,6 +177,22 @@ def _on_post_step(ctx: Any) -> None:
     return None
 
 
+@contextmanager
+def bound_kickoff(owner: Any, inputs: Mapping[str, Any]) -> Iterator[Kickoff]:
+    """Run a block as a kickoff of `owner` with `inputs`: for what CrewAI runs without its kickoff
+    hooks (`crew.replay` dispatches no EXECUTION_START), so memory calls inside know the run."""
+    kick = Kickoff(owner=owner, inputs=dict(inputs), steps_before=_steps.get())
+    kickoffs_token = _kickoffs.set((*(k for k in _kickoffs.get() if k.owner is not owner), kick))
+    steps_token = _steps.set(_steps.get())
+    try:
+        yield kick
+    finally:
+        # Restores the outer run even after CrewAI's EXECUTION_END (a replay that completes
+        # dispatches one) popped this binding.
+        _kickoffs.reset(kickoffs_token)
+        _steps.reset(steps_token)
+
+
 def install(start_check: StartCheck | None = None) -> None:
     """Register the hooks once per process (they are no-ops for runs that use no mnemic memory)."""
     global _installed
@@ -213,6 +230,7 @@ def iter_memories(owner: Any) -> Iterator[tuple[Any, str, Any]]:
 __all__ = [
     "Kickoff",
     "Step",
+    "bound_kickoff",
     "current_crew_kickoff",
     "current_flow_step",
     "current_kickoff",

@@ -35,6 +35,7 @@ from crewai.memory.types import MemoryMatch, MemoryRecord, ScopeInfo
 from crewai.memory.unified_memory import Memory
 from pydantic import PrivateAttr
 
+from ...checkpoints.crewai_kickoffs import DEFAULT_KEEP_KICKOFFS
 from ...core.memory import Memory as MnemicMemory
 from ...core.scopes import ROOT, join_scope
 from ...core.writer import BackgroundWriteError
@@ -65,7 +66,9 @@ class CrewMemory(Memory):
     every call to one user; leave it out to take the user from each kickoff's `inputs[user_key]` or
     from `for_user()`. `lesson_sources` are the `source` values CrewAI's human-feedback learning
     uses (`learn_source`, "hitl" by default). `read_only` and `root_scope` keep CrewAI's meaning.
-    The memory policy (`memory.set_policy(mode=...)`) decides what is stored automatically.
+    `keep_kickoffs` is how many kickoffs per crew are kept for replay (None: all; 0: none, and
+    CrewAI's own single-kickoff store is left in place). The memory policy
+    (`memory.set_policy(mode=...)`) decides what is stored automatically.
     """
 
     _mnemic: MnemicMemory = PrivateAttr()
@@ -74,6 +77,7 @@ class CrewMemory(Memory):
     _lessons: CrewLessons = PrivateAttr()
     _ref: str = PrivateAttr(default="")
     _configured_read_only: bool = PrivateAttr(default=False)
+    _keep_kickoffs: int | None = PrivateAttr(default=DEFAULT_KEEP_KICKOFFS)
 
     def __init__(
         self,
@@ -83,6 +87,7 @@ class CrewMemory(Memory):
         user_id: str | None = None,
         user_key: str = "user_id",
         lesson_sources: Sequence[str] = DEFAULT_LESSON_SOURCES,
+        keep_kickoffs: int | None = DEFAULT_KEEP_KICKOFFS,
         **data: Any,
     ) -> None:
         for name in ("llm", "embedder", "storage"):
@@ -93,6 +98,10 @@ class CrewMemory(Memory):
                 )
         if memory is None:
             raise TypeError("CrewMemory needs a mnemic Memory or a store path, e.g. CrewMemory(Memory('./.mnemic'))")
+        if keep_kickoffs is not None and (not isinstance(keep_kickoffs, int) or isinstance(keep_kickoffs, bool)
+                                          or keep_kickoffs < 0):
+            raise ValueError(f"keep_kickoffs is how many kickoffs per crew to keep for replay (an int >= 0, or "
+                             f"None for all), got {keep_kickoffs!r}")
         ref = uuid.uuid4().hex
         users = UserBinding(user_id, user_key, name=f"mnemic_crewai_user_{ref}")
         super().__init__(**data)
@@ -108,6 +117,7 @@ class CrewMemory(Memory):
         self._lessons = CrewLessons(core, lesson_sources)
         self._ref = ref
         self._configured_read_only = bool(self.read_only)
+        self._keep_kickoffs = keep_kickoffs
         # The only field CrewAI carries through Agent.copy() and checkpoints is a plain string.
         self.storage = marker(ref=ref, path=str(core.path) if core.path is not None else None,
                               namespace=core.namespace, user_id=users.bound, user_key=users.key)
@@ -146,6 +156,11 @@ class CrewMemory(Memory):
     @property
     def user_key(self) -> str:
         return self._users.key
+
+    @property
+    def keep_kickoffs(self) -> int | None:
+        """How many kickoffs per crew are kept for replay (None: all, 0: none)."""
+        return self._keep_kickoffs
 
     def current_user_id(self) -> str | None:
         """The user memory calls are for right now, or None: `for_user()`, else the innermost

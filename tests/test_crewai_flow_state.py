@@ -1,0 +1,136 @@
+"""FlowStatePersistence under CrewAI's @persist: whole saves, a bounded history per flow run, the
+latest state back on resume, pending human feedback kept with its state, and erasure per user."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("crewai")
+
+from crewai.flow.async_feedback.types import PendingFeedbackContext
+from crewai.flow.flow import Flow, listen, start
+from crewai.flow.persistence import persist
+from pydantic import BaseModel
+
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
+from mnemic.integrations.crewai import CrewMemory, FlowStatePersistence
+
+
+class ReviewState(BaseModel):
+    id: str = ""
+    user_id: str = ""
+    draft: str = ""
+    rounds: int = 0
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as mem:
+        yield mem
+
+
+def review_flow(persistence: FlowStatePersistence) -> type[Flow[ReviewState]]:
+    @persist(persistence)
+    class Review(Flow[ReviewState]):
+        @start()
+        def write(self) -> str:
+            self.state.draft = f"Draft for {self.state.user_id}: ship on Friday."
+            self.state.rounds += 1
+            return self.state.draft
+
+        @listen(write)
+        def polish(self, draft: str) -> str:
+            self.state.draft = draft + " (polished)"
+            self.state.rounds += 1
+            return self.state.draft
+
+    return Review
+
+
+def _rows(db: Path, table: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as connection:
+        return connection.execute(f"SELECT flow_uuid, user_id FROM {table} ORDER BY id").fetchall()
+
+
+def test_persisted_flow_states_are_owned_bounded_and_resumable(store: Memory, tmp_path: Path) -> None:
+    db = tmp_path / "flows.db"
+    persistence = FlowStatePersistence(db, memory=store, keep_states=1)
+    review = review_flow(persistence)
+    flow = review()
+    flow.kickoff(inputs={"user_id": "alice"})
+    bobs = review()
+    bobs.kickoff(inputs={"user_id": "bob"})
+
+    # One row per flow run: the newest state only (keep_states=1), each owned by its run's user.
+    assert sorted(_rows(db, "flow_states"), key=str) == sorted([(flow.state.id, "alice"), (bobs.state.id, "bob")],
+                                                               key=str)
+    latest = persistence.load_state(flow.state.id)
+    assert latest is not None and latest["draft"].endswith("(polished)") and latest["rounds"] == 2
+
+    report = store.forget(user_id="alice")
+    assert report.retained["flow_states"] == 1
+    assert persistence.load_state(flow.state.id) is None
+    assert persistence.load_state(bobs.state.id) is not None
+
+
+def test_the_owner_is_the_kickoffs_crewmemory_user_first(store: Memory, tmp_path: Path) -> None:
+    db = tmp_path / "flows.db"
+    persistence = FlowStatePersistence(db)  # no memory given: the flow's CrewMemory registers it
+
+    @persist(persistence)
+    class Bound(Flow[ReviewState]):
+        memory = CrewMemory(store, user_id="carol")
+
+        @start()
+        def write(self) -> str:
+            self.state.draft = "carol's draft"
+            return self.state.draft
+
+    flow = Bound()
+    flow.kickoff()
+    assert _rows(db, "flow_states") == [(flow.state.id, "carol")]
+    assert store.forget(user_id="carol").retained["flow_states"] == 1
+
+
+def test_pending_feedback_is_saved_with_its_state_and_cleared(store: Memory, tmp_path: Path) -> None:
+    persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store)
+    state = ReviewState(id="run-1", user_id="dave", draft="draft one")
+    context = PendingFeedbackContext(flow_id="run-1", flow_class="Review", method_name="write",
+                                     method_output="draft one", message="Review this draft:")
+    persistence.save_pending_feedback("run-1", context, state)
+
+    pending = persistence.load_pending_feedback("run-1")
+    assert pending is not None
+    saved_state, saved_context = pending
+    assert saved_state["draft"] == "draft one" and saved_context.message == "Review this draft:"
+    assert persistence.load_state("run-1") == saved_state  # the state row was written in the same save
+    assert store.forget(user_id="dave").retained["flow_states"] == 1  # counted per state row
+    assert persistence.load_pending_feedback("run-1") is None  # the pending marker went too
+
+    persistence.save_pending_feedback("run-2", context, ReviewState(id="run-2", user_id="erin"))
+    persistence.clear_pending_feedback("run-2")
+    assert persistence.load_pending_feedback("run-2") is None
+
+
+def test_a_database_made_by_crewais_own_backend_gains_owners(tmp_path: Path) -> None:
+    from crewai.flow.persistence.sqlite import SQLiteFlowPersistence
+
+    db = tmp_path / "crewai_flows.db"
+    SQLiteFlowPersistence(str(db)).save_state("old-run", "write", {"id": "old-run", "draft": "kept"})
+    ours = FlowStatePersistence(db)
+    assert ours.load_state("old-run") == {"id": "old-run", "draft": "kept"}
+    ours.save_state("new-run", "write", {"id": "new-run", "user_id": "frank"})
+    assert _rows(db, "flow_states") == [("old-run", None), ("new-run", "frank")]
+
+
+def test_bad_state_is_refused_clearly(tmp_path: Path) -> None:
+    persistence = FlowStatePersistence(tmp_path / "flows.db")
+    with pytest.raises(ValueError, match="Pydantic model or a dict"):
+        persistence.save_state("x", "m", ["not", "a", "state"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        FlowStatePersistence(tmp_path / "f2.db", keep_states=0)
