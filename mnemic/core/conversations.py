@@ -28,7 +28,7 @@ from .scopes import ROOT, normalise_scope
 from .sessions import SessionBuffer, Turn, group_turns
 from .stats import WriteStats
 from .store import ChromaStore
-from .validation import check_metadata, check_optional_str, check_turn
+from .validation import check_metadata, check_optional_str, check_turn, scrub
 from .write_pipeline import WritePipeline
 from .writer import BackgroundWriter
 
@@ -98,7 +98,7 @@ class Conversations:
         given = normalise_messages(messages) if messages is not None else None
         scope_path = normalise_scope(scope) if scope is not None else None
         future = self._writer.submit(lambda: self._memorize_job(owner, session, given, scope_path))
-        outcome = future.result(timeout)
+        outcome = self._writer.result(future, timeout)
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome or []
@@ -178,7 +178,7 @@ class Conversations:
                 continue
             if REDACTED in fact.text or not fact.text.strip():
                 continue  # the secret was counted when it was redacted
-            text = fact.text.strip()[:self._intake.max_text_chars]
+            text = scrub(fact.text.strip())[:self._intake.max_text_chars]  # a model's output is repaired
             if not self._intake.screen(text, kind="fact", policy=policy, screen_sensitive=True):
                 continue
             record = self._intake.new_record(

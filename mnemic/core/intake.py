@@ -14,16 +14,20 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from .identity import anonymous_user_id
 from .policy import MemoryPolicy
 from .records import AUTHORS, KINDS, SOURCE_KINDS, UNCONFIRMED_SOURCE_KINDS, MemoryRecord, text_hash, utcnow
 from .safety import find_secrets, sensitive_category
 from .scopes import normalise_scope
 from .stats import WriteStats
 from .validation import (
+    MAX_SOURCE_CHARS,
     check_categories,
     check_choice,
+    check_clean,
     check_importance,
     check_metadata,
+    check_name,
     check_optional_str,
     check_text,
     check_ttl,
@@ -43,19 +47,51 @@ PERSONAL_KINDS = frozenset({"fact", "note"})
 SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
 
 
+def free_text_fields(record: MemoryRecord) -> dict[str, str]:
+    """Every string of a record that is stored, by field name (metadata values as metadata[key])."""
+    fields = {"text": record.text, "user_id": record.user_id, "scope": record.scope, "author": record.author}
+    optional = {"topic": record.topic, "source": record.source, "session_id": record.session_id,
+                "invalid_reason": record.invalid_reason}
+    fields.update({name: value for name, value in optional.items() if value is not None})
+    fields.update({f"categories[{i}]": category for i, category in enumerate(record.categories)})
+    fields.update({f"metadata[{key!r}]": value for key, value in record.metadata.items() if isinstance(value, str)})
+    return fields
+
+
+def check_record(record: MemoryRecord) -> None:
+    """A record every store can keep: each stored string valid Unicode without NUL. The public
+    calls check their arguments first, with errors that name them; this is the backstop for what
+    other paths (a model's output, an adapter) put in a record."""
+    for name, value in free_text_fields(record).items():
+        check_clean(value, name=name)
+
+
 class Intake:
     def __init__(self, *, namespace: str, stats: WriteStats, max_text_chars: int) -> None:
         self.namespace = namespace
         self.stats = stats
         self.max_text_chars = max_text_chars
         # Anonymous callers get an id bound to this Memory object's session, never a shared one.
-        self.anonymous_user_id = f"anonymous:{uuid.uuid4().hex}"
+        self.anonymous_user_id = anonymous_user_id()
 
     def owner(self, user_id: Any) -> str:
         """The user a call acts for: the caller's checked id, or this session's anonymous id."""
         if user_id is None:
             return self.anonymous_user_id
         return check_user_id(user_id)
+
+    def admit(self, record: MemoryRecord) -> None:
+        """The one gate every record passes before its first write: RecordWriter calls it for each
+        insert and update, whatever the path (remember, extraction, the pipeline's merges and
+        retirements, update, invalidate, confirm, notes). Raises ValueError for a record that must
+        not be stored; nothing has been written then. Screening every free-text field of a record
+        (`free_text_fields`) for secrets belongs here."""
+        check_record(record)
+
+    @staticmethod
+    def actor(actor: Any, author: str) -> str:
+        """Who a write is recorded as made by: the caller's `actor`, or the statement's author."""
+        return check_name(actor, name="actor") if actor is not None else author
 
     def prepare(
         self,
@@ -92,7 +128,7 @@ class Intake:
         turn_no = check_turn(turn)
         if not isinstance(private, bool):
             raise TypeError(f"private must be True or False, got {type(private).__name__}")
-        origin = check_optional_str(source, name="source")
+        origin = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         extra = check_metadata(metadata)
         # An explicit ttl (0 = never) wins; otherwise the policy's applies.
         ttl = check_ttl(ttl_seconds) if ttl_seconds is not None else (policy.ttl_seconds or None)

@@ -9,6 +9,7 @@ index is repaired from Chroma (see `LexicalIndex.sync`).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import sqlite3
@@ -34,9 +35,14 @@ STOPWORDS = frozenset(
 )
 
 
-def owner_token(user_id: str) -> str:
-    """An opaque token for a user, so FTS5 can intersect a user's postings with the query's."""
-    return "u" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
+# 2: rows keyed by (collection, record id); owner tokens carry the namespace.
+SCHEMA_VERSION = 2
+
+
+def owner_token(namespace: str, user_id: str) -> str:
+    """An opaque token for a user of a namespace, so FTS5 can intersect their postings with the query's."""
+    raw = json.dumps([namespace, user_id], ensure_ascii=False)
+    return "u" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def query_terms(text: str) -> list[str]:
@@ -55,14 +61,22 @@ class LexicalHit:
 
 
 class LexicalIndex:
-    """An FTS5 table of record texts keyed by record id, one row per record, owner-tagged."""
+    """An FTS5 table of record texts, one row per (collection, record id), owner-tagged.
 
-    def __init__(self, path: str | Path | None) -> None:
+    One file may serve several namespaces (they share a store path): rows are keyed by collection
+    (whose name carries the namespace) and tagged with an owner token derived from namespace and
+    user, so a search, a stale-row cleanup or a repair in one namespace never sees or touches
+    another's rows.
+    """
+
+    def __init__(self, path: str | Path | None, *, namespace: str = "default") -> None:
         target = ":memory:" if path is None else str(path)
+        self.namespace = namespace
         self._lock = threading.RLock()
         self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._upgrade_schema()
         self._db.executescript(
             """
             CREATE VIRTUAL TABLE IF NOT EXISTS lexical USING fts5(
@@ -70,16 +84,40 @@ class LexicalIndex:
                 tokenize = 'porter unicode61 remove_diacritics 2'
             );
             CREATE TABLE IF NOT EXISTS indexed (
-                record_id TEXT PRIMARY KEY,
+                record_id TEXT NOT NULL,
                 fts_rowid INTEGER NOT NULL,
                 collection TEXT NOT NULL,
-                version INTEGER NOT NULL
+                version INTEGER NOT NULL,
+                session_id TEXT,
+                turn INTEGER,
+                PRIMARY KEY (collection, record_id)
             );
-            CREATE INDEX IF NOT EXISTS indexed_by_collection ON indexed(collection);
+            CREATE INDEX IF NOT EXISTS indexed_by_record ON indexed(record_id);
             CREATE TABLE IF NOT EXISTS sync_state (collection TEXT PRIMARY KEY, watermark REAL NOT NULL);
             """
         )
         self._add_turn_columns()
+        self._db.execute("CREATE INDEX IF NOT EXISTS indexed_by_turn ON indexed(collection, session_id, turn)")
+
+    def _upgrade_schema(self) -> None:
+        """An index written before rows were keyed per namespace is dropped: it is a cache, and
+        each namespace's repair on open indexes its own records again."""
+        with self._lock:
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            if version >= SCHEMA_VERSION:
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for table in ("lexical", "indexed", "sync_state"):
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def owner(self, user_id: str) -> str:
+        return owner_token(self.namespace, user_id)
 
     def _add_turn_columns(self) -> None:
         """Where each conversation turn sits, so recall can fetch a match's neighbouring turns by id
@@ -113,10 +151,10 @@ class LexicalIndex:
             self._db.execute("BEGIN")
             try:
                 for record_id, collection, user_id, text, version in rows:
-                    self._delete_one(record_id)
+                    self._delete_one(collection, record_id)
                     cursor = self._db.execute(
                         "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)",
-                        (text, owner_token(user_id), record_id),
+                        (text, self.owner(user_id), record_id),
                     )
                     session, turn = turns.get(record_id, (None, None))
                     self._db.execute(
@@ -129,28 +167,30 @@ class LexicalIndex:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def delete(self, record_ids: Iterable[str]) -> None:
+    def delete(self, collection: str, record_ids: Iterable[str]) -> None:
+        """Drop the rows of `record_ids` in one collection (the same id elsewhere is another row)."""
         with self._lock:
             self._db.execute("BEGIN")
             try:
                 for record_id in record_ids:
-                    self._delete_one(record_id)
+                    self._delete_one(collection, record_id)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def _delete_one(self, record_id: str) -> None:
-        row = self._db.execute("SELECT fts_rowid FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
+    def _delete_one(self, collection: str, record_id: str) -> None:
+        row = self._db.execute("SELECT fts_rowid FROM indexed WHERE collection = ? AND record_id = ?",
+                               (collection, record_id)).fetchone()
         if row is not None:
             self._db.execute("DELETE FROM lexical WHERE rowid = ?", (row[0],))
-            self._db.execute("DELETE FROM indexed WHERE record_id = ?", (record_id,))
+            self._db.execute("DELETE FROM indexed WHERE collection = ? AND record_id = ?", (collection, record_id))
 
     def drop_collection(self, collection: str) -> None:
         with self._lock:
             ids = [r[0] for r in self._db.execute(
                 "SELECT record_id FROM indexed WHERE collection = ?", (collection,))]
-            self.delete(ids)
+            self.delete(collection, ids)
             self._db.execute("DELETE FROM sync_state WHERE collection = ?", (collection,))
 
     # -- reads --------------------------------------------------------------------------------
@@ -160,7 +200,7 @@ class LexicalIndex:
         if not terms or limit <= 0:
             return []
         # Every term is quoted, so nothing in a query can act as FTS5 syntax.
-        match = "owner : " + owner_token(user_id) + " AND body : (" + " OR ".join(
+        match = "owner : " + self.owner(user_id) + " AND body : (" + " OR ".join(
             '"' + t.replace('"', '""') + '"' for t in terms
         ) + ")"
         with self._lock:
@@ -186,7 +226,7 @@ class LexicalIndex:
         terms = query_terms(query)
         if not terms:
             return {}
-        owner = "owner : " + owner_token(user_id)
+        owner = "owner : " + self.owner(user_id)
         postings: list[frozenset[str]] = []
         with self._lock:
             try:
@@ -234,10 +274,11 @@ class LexicalIndex:
                     (collection, session, *numbers))]
         return found
 
-    def collection_of(self, record_id: str) -> str | None:
+    def collections_of(self, record_id: str) -> list[str]:
+        """The collections whose rows carry `record_id` (of any namespace sharing the file)."""
         with self._lock:
-            row = self._db.execute("SELECT collection FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
-        return None if row is None else str(row[0])
+            return [str(r[0]) for r in self._db.execute(
+                "SELECT collection FROM indexed WHERE record_id = ?", (record_id,))]
 
     def versions(self, collection: str) -> dict[str, int]:
         with self._lock:

@@ -30,6 +30,7 @@ from .conversations import Conversations
 from .embeddings import Embedder, resolve_embedder
 from .gate import OpenGate
 from .history import HistoryEntry
+from .identity import recognise
 from .intake import Intake
 from .knowledge import KnowledgeStore
 from .lexical import LexicalIndex
@@ -51,7 +52,7 @@ from .scopes import ROOT
 from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, RunCollection, make_persistent_client
-from .validation import MAX_TEXT_CHARS
+from .validation import MAX_TEXT_CHARS, check_optional_str
 from .views import MemoryView
 from .write_pipeline import WritePipeline, describe_queued
 from .writer import BackgroundWriteError, BackgroundWriter
@@ -90,6 +91,7 @@ class Memory:
         checked_llm = check_llm(llm)
         initial_policy = coerce_policy(policy) if policy is not None else None
         self.namespace = namespace.strip()
+        check_optional_str(self.namespace, name="namespace")
         self._temporary: Path | None = None
         self._lock_handle = None
         if client is None:
@@ -117,9 +119,11 @@ class Memory:
         self._gate = OpenGate()
         self._store = ChromaStore(client, self.namespace)
         self._store.check_embedder(self.embedder.name, int(self.embedder.dimension))
-        self._lexical = LexicalIndex(lexical_file)
-        self._records = RecordWriter(self._store, self._lexical, lambda texts: self.embedder.embed(texts))
-        self._writer = BackgroundWriter()
+        self._lexical = LexicalIndex(lexical_file, namespace=self.namespace)
+        self._intake = Intake(namespace=self.namespace, stats=self.stats, max_text_chars=max_text_chars)
+        self._records = RecordWriter(self._store, self._lexical, lambda texts: self.embedder.embed(texts),
+                                     admit=self._intake.admit)
+        self._writer = BackgroundWriter(must_not_hold=self._records.lock.held)
         self._wire()
         self.repair()
         if initial_policy is not None:
@@ -132,7 +136,6 @@ class Memory:
         store, lexical, records, writer = self._store, self._lexical, self._records, self._writer
         single_writer = self.mode == "embedded"
         self._policy = NamespacePolicy(store, self.namespace, records.lock)
-        self._intake = Intake(namespace=self.namespace, stats=self.stats, max_text_chars=self.max_text_chars)
         self._sync = LexicalSync(store, lexical, records, single_writer=single_writer)
         self._pipeline = WritePipeline(records, thresholds_for(self.embedder.name), embedder=embedder, llm=llm,
                                        stats=self.stats)
@@ -284,10 +287,11 @@ class Memory:
             author=author, source_kind=source_kind, session_id=session_id, turn=turn, private=private,
             source=source, metadata=metadata, ttl_seconds=ttl_seconds, kind=kind, created_at=created_at,
         )
+        who = self._intake.actor(actor, author)
         if not prepared:
             return None
         self._writer.drain()
-        stored = self._pipeline.persist_new(prepared, actor=actor or author)
+        stored = self._pipeline.persist_new(prepared, actor=who)
         return stored[0] if stored else None
 
     def remember_many(self, texts: Iterable[str], **options: Any) -> builtins.list[str]:
@@ -304,6 +308,8 @@ class Memory:
             return []
         policy = self._policy.require_writes("remember_many()")
         actor = options.pop("actor", None)
+        if actor is not None:
+            actor = self._intake.actor(actor, "")
         prepared = self._intake.prepare(items, policy=policy, **options)
         if not prepared:
             return []
@@ -493,7 +499,8 @@ class Memory:
         """Every user with records in this namespace (an operator call)."""
         self._gate.check()
         self._writer.drain()
-        return self._store.users()
+        # Owners mnemic made (anonymous sessions, store namespaces) come back usable, for erasure.
+        return [recognise(user_id) for user_id in self._store.users()]
 
     # -- notes and knowledge ----------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ from .safety import find_secrets, sensitive_category
 from .scopes import ROOT, normalise_scope
 from .stats import WriteStats
 from .store import ChromaStore
-from .validation import check_text, check_ttl, check_user_id
+from .validation import check_name, check_optional_str, check_text, check_ttl, check_user_id
 
 log = logging.getLogger("mnemic.notes")
 
@@ -53,6 +53,9 @@ DATA_FIELD = "note_data"
 INDEXED_FIELD = "note_indexed"
 TTL_FIELD = "note_ttl"
 _PAGE = 1000
+MAX_KEY_CHARS = 1_000
+# A note's data is kept in its record's metadata, as JSON.
+MAX_DATA_CHARS = 256_000
 
 
 class NoteRefusedError(ValueError):
@@ -171,8 +174,11 @@ class NoteStore:
         owner = check_user_id(user_id)
         if not isinstance(key, str) or not key:
             raise TypeError(f"a note key is a non-empty string, got {key!r}")
+        check_optional_str(key, name="key", max_chars=MAX_KEY_CHARS)
         body = check_text(text[:self._max_text_chars] if isinstance(text, str) else text)
         payload = _dump(data)
+        check_optional_str(payload, name="the note's data (as JSON)", max_chars=MAX_DATA_CHARS)
+        who = check_name(actor, name="actor") if actor is not None else author
         self._screen(body, "\n".join(_flatten(data)), exclude_sensitive=screen_sensitive and policy.exclude_sensitive)
         refreshable = check_ttl(ttl_seconds)
         now = utcnow()
@@ -200,11 +206,11 @@ class NoteStore:
                 version=version,
             )
             if before is None:
-                records.insert(owner, [record], self._embedder().embed([body]), actor=actor or author,
+                records.insert(owner, [record], self._embedder().embed([body]), actor=who,
                                details=[{"note_key": key}])
             else:
                 # Re-embedded only when the text changed: an unchanged text keeps its stored vector.
-                records.update(before, record, action="update", actor=actor or author, reason=None,
+                records.update(before, record, action="update", actor=who, reason=None,
                                reembed=before.text != body, details={"note_key": key})
         return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable)
 

@@ -167,7 +167,8 @@ class RecallPipeline:
         rows = self.store.get(request.owner, ids=ids, embeddings=True)
         stale = set(ids) - {row.id for row in rows}
         if stale:
-            self.lexical.delete(sorted(stale))  # the cache outlived a record: repair it on the way
+            # The cache outlived a record: repair it on the way.
+            self.lexical.delete(self.store.collection_name(request.owner), sorted(stale))
         for row in rows:
             words.read[row.id] = (row, self.record_of(row))
 
