@@ -9,7 +9,7 @@ pipeline. In that order: waiting while holding the lock would deadlock (see Reco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -82,7 +82,7 @@ class RetainedRegistry:
 class RecordChanges:
     def __init__(self, *, store: ChromaStore, lexical: LexicalIndex, records: RecordWriter,
                  writer: BackgroundWriter, reader: RecordReader, retained: RetainedRegistry,
-                 max_text_chars: int) -> None:
+                 max_text_chars: int, refuse_secrets: Callable[..., None]) -> None:
         self._store = store
         self._lexical = lexical
         self._records = records
@@ -90,6 +90,8 @@ class RecordChanges:
         self._reader = reader
         self._retained = retained
         self._max_text_chars = max_text_chars
+        # Raises SecretRefusedError naming the field; runs before the first write of each change.
+        self._refuse_secrets = refuse_secrets
 
     def update(self, record_id: str, *, text: str | None, scope: str | None, categories: Sequence[str] | None,
                importance: float | None, private: bool | None, source: Any, metadata: dict[str, Any] | None,
@@ -119,6 +121,10 @@ class RecordChanges:
             changes["expires_at"] = utcnow() + timedelta(seconds=ttl) if ttl else None
         if not changes:
             raise ValueError("update() needs at least one field to change (text, scope, categories, ...)")
+        # The scope as given: normalising it drops the empty segment of a "scheme://" URL.
+        screened = {name: scope if name == "scope" else changes[name]
+                    for name in ("text", "scope", "categories", "source", "metadata") if name in changes}
+        self._refuse_secrets("this update()", **screened, actor=actor, reason=reason)
         self._writer.drain()  # the lock order: drain first, then lock
         with self._records.lock:
             before = self._reader.current(record_id)
@@ -133,6 +139,7 @@ class RecordChanges:
         actor = check_name(actor, name="actor")
         if replaced_by is not None:
             (replaced_by,) = check_ids([replaced_by])
+        self._refuse_secrets("this invalidate()", reason=reason_text, actor=actor)
         self._writer.drain()
         with self._records.lock:
             before = self._reader.current(record_id)
@@ -148,6 +155,7 @@ class RecordChanges:
 
     def confirm(self, record_id: str, *, actor: str) -> MemoryRecord:
         actor = check_name(actor, name="actor")
+        self._refuse_secrets("this confirm()", actor=actor)
         self._writer.drain()
         with self._records.lock:
             before = self._reader.current(record_id)
@@ -163,6 +171,7 @@ class RecordChanges:
     def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:
         actor = check_name(actor, name="actor")
         reason = check_reason(reason)
+        self._refuse_secrets("this delete()", actor=actor, reason=reason)
         self._writer.drain()
         with self._records.lock:
             self._records.remove(self._reader.current(record_id), actor=actor, reason=reason)

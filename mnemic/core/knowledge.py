@@ -38,7 +38,16 @@ from .documents import (
 from .embeddings import Embedder
 from .gate import OpenGate
 from .history import HistoryEntry
-from .knowledge_chunks import ChunkKind, IngestResult, KnowledgeChunk, KnowledgeHit, chunk_id, from_row, to_metadata
+from .knowledge_chunks import (
+    ChunkKind,
+    IngestResult,
+    KnowledgeChunk,
+    KnowledgeHit,
+    RefusedChunk,
+    chunk_id,
+    from_row,
+    to_metadata,
+)
 from .knowledge_input import (
     Progress,
     check_actor,
@@ -52,6 +61,7 @@ from .knowledge_input import (
 from .lexical import LexicalIndex, matched_terms
 from .ranking import Candidate, RecallWeights, fuse
 from .records import text_hash, utcnow
+from .safety import contains_secret, find_secrets
 from .store import StoredRow
 from .store.knowledge import HISTORY_IDS_PER_ENTRY, KnowledgeCollection
 from .validation import check_clean, check_limit, check_text
@@ -127,6 +137,7 @@ class KnowledgeStore:
     def __init__(self, *, namespace: str, client: Any, lexical: LexicalIndex, gate: OpenGate,
                  embedder: Callable[[], Embedder], llm: Callable[[], Any], weights: Callable[[], RecallWeights],
                  policy: Callable[..., Any], max_text_chars: int, single_writer: bool,
+                 refuse_secrets: Callable[..., None], count_secrets: Callable[[list[str]], None],
                  chunk_chars: int = CHUNK_CHARS, overlap_chars: int = OVERLAP_CHARS) -> None:
         self.namespace = namespace
         self.chunk_chars = chunk_chars
@@ -140,6 +151,10 @@ class KnowledgeStore:
         self._policy = policy
         self._max_text_chars = max_text_chars
         self._single_writer = single_writer
+        # Fields named by the caller (source, added_by, reason) raise SecretRefusedError; chunks
+        # holding a secret are skipped, reported in IngestResult.refused and counted in stats.
+        self._refuse_secrets = refuse_secrets
+        self._count_secrets = count_secrets
         self._lock = threading.RLock()
         self._last_sync = 0.0
         self.repair()
@@ -174,6 +189,7 @@ class KnowledgeStore:
         origin = check_source(source)
         actor = check_actor(added_by)
         callback = check_progress(progress)
+        self._refuse_secrets("this knowledge.add()", source=origin, added_by=actor)
         if verbatim:
             clean = check_text(text, max_chars=self._max_text_chars)
             pieces: list[tuple[Passage, ChunkKind]] = [(Passage(clean, 0, len(clean)), "verbatim")]
@@ -204,6 +220,7 @@ class KnowledgeStore:
         origin = check_source(source) or str(path)
         actor = check_actor(added_by)
         callback = check_progress(progress)
+        self._refuse_secrets("this knowledge.add_file()", source=origin, added_by=actor)
         passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
         return self._ingest([(origin, [(p, "passage") for p in passages])], actor=actor, progress=callback)
 
@@ -221,6 +238,7 @@ class KnowledgeStore:
             paths = [paths]
         actor = check_actor(added_by)
         callback = check_progress(progress)
+        self._refuse_secrets("this knowledge.add_files()", added_by=actor)
         files: list[Path] = []
         for item in paths:
             target = check_path(item)
@@ -232,6 +250,7 @@ class KnowledgeStore:
         if not files:
             raise DocumentError(
                 f"no files to add (supported types: {', '.join(SUPPORTED_SUFFIXES)})")
+        self._refuse_secrets("this knowledge.add_files()", source=[str(f) for f in files])
         documents: list[tuple[str | None, list[tuple[Passage, ChunkKind]]]] = []
         for file in dict.fromkeys(files):
             passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
@@ -248,6 +267,9 @@ class KnowledgeStore:
             return [(p, "passage") for p in passages]
         out: list[tuple[Passage, ChunkKind]] = []
         for passage in passages:
+            if contains_secret(passage.text):
+                out.append((passage, "passage"))  # never sent to a provider; _ingest refuses it
+                continue
             facts = distil_with_llm(llm, passage.text)
             if not facts:
                 # The model gave nothing usable: the operator's words are kept as written.
@@ -262,9 +284,17 @@ class KnowledgeStore:
         ingest_id = uuid.uuid4().hex
         now = utcnow()
         chunks: list[KnowledgeChunk] = []
+        refused: list[RefusedChunk] = []
         seen: set[str] = set()
         for origin, pieces in documents:
             for position, (passage, kind) in enumerate(pieces):
+                secrets = find_secrets(passage.text)
+                if secrets:
+                    refused.append(RefusedChunk(
+                        source=origin, position=position, char_start=passage.char_start, char_end=passage.char_end,
+                        page=passage.page, section=passage.section, kinds=sorted({h.kind for h in secrets})))
+                    self._count_secrets([h.kind for h in secrets])
+                    continue
                 digest = text_hash(passage.text)
                 if digest in seen:
                     continue  # the same passage twice in one ingest is stored once
@@ -275,7 +305,12 @@ class KnowledgeStore:
                     section=passage.section, page=passage.page, added_by=actor, added_at=now,
                     ingest_id=ingest_id,
                 ))
+        if refused:
+            log.warning("knowledge ingest skipped %d chunk(s) holding a secret: %s", len(refused),
+                        "; ".join(f"{r.location()} ({', '.join(r.kinds)})" for r in refused[:10]))
         if not chunks:
+            if refused:
+                return IngestResult(added=[], duplicates=[], refused=refused)
             raise ValueError("nothing to add: the input has no text")
         with self._lock:
             existing = self._collection.existing_ids([c.id for c in chunks])
@@ -285,10 +320,10 @@ class KnowledgeStore:
             if progress is not None:
                 progress(0, total)
             if not fresh:
-                return IngestResult(added=[], duplicates=duplicates)
+                return IngestResult(added=[], duplicates=duplicates, refused=refused)
             vectors = self._embed([c.text for c in fresh], progress=progress, total=total)
             self._write(fresh, vectors, actor=actor)
-            return IngestResult(added=fresh, duplicates=duplicates)
+            return IngestResult(added=fresh, duplicates=duplicates, refused=refused)
 
     def _embed(self, texts: list[str], *, progress: Progress | None, total: int) -> np.ndarray:
         parts = []
@@ -430,6 +465,7 @@ class KnowledgeStore:
     def delete(self, chunk_id: str, *, actor: str = "operator", reason: str | None = None) -> KnowledgeChunk:
         """Remove one chunk for every user; returns what was removed. KeyError if unknown."""
         self._gate.check()
+        self._refuse_secrets("this knowledge.delete()", actor=actor, reason=reason)
         with self._lock:
             chunk = self.get(chunk_id)
             self._remove([chunk], actor=check_actor(actor), reason=reason)
@@ -440,6 +476,7 @@ class KnowledgeStore:
         self._gate.check()
         if not isinstance(source, str) or not source:
             raise ValueError("source must be a non-empty string, as shown by sources()")
+        self._refuse_secrets("this knowledge.delete_source()", actor=actor, reason=reason)
         with self._lock:
             doomed = [c for c in (from_row(r) for r in self._collection.iterate()) if c.source == source]
             if not doomed:
@@ -459,6 +496,7 @@ class KnowledgeStore:
                 "call clear(confirm=True) to do it"
             )
         who = check_actor(actor)
+        self._refuse_secrets("this knowledge.clear()", actor=who)
         with self._lock:
             chunks = [from_row(r) for r in self._collection.iterate()]
             self._collection.set_generation(_new_generation())
@@ -536,4 +574,5 @@ __all__ = [
     "KnowledgeChunk",
     "KnowledgeHit",
     "KnowledgeStore",
+    "RefusedChunk",
 ]

@@ -71,13 +71,39 @@ class KnowledgeHit(BaseModel):
         return f"- {self.chunk.text} ({origin}, relevance {self.score:.2f})"
 
 
+class RefusedChunk(BaseModel):
+    """A piece of an add call that was not stored because it holds what looks like a secret: where
+    it was and which kinds of secret, never its text. Knowledge is served to every user, so a
+    credential in a document would reach them all."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str | None
+    position: int
+    char_start: int | None = None
+    char_end: int | None = None
+    page: int | None = None
+    section: str | None = None
+    kinds: list[str]
+
+    def location(self) -> str:
+        parts = [self.source or "added as text"]
+        if self.page is not None:
+            parts.append(f"page {self.page}")
+        if self.char_start is not None:
+            parts.append(f"characters {self.char_start}-{self.char_end}")
+        return ", ".join(parts)
+
+
 class IngestResult(BaseModel):
-    """What an add call did: the chunks it wrote and the ones that were already stored."""
+    """What an add call did: the chunks it wrote, the ones that were already stored, and the ones
+    refused because they hold a secret (skipped; the rest of the ingest goes ahead)."""
 
     model_config = ConfigDict(frozen=True)
 
     added: list[KnowledgeChunk]
     duplicates: list[KnowledgeChunk]
+    refused: list[RefusedChunk] = []
 
     @property
     def chunks(self) -> list[KnowledgeChunk]:

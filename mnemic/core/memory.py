@@ -153,7 +153,8 @@ class Memory:
         self._retained = RetainedRegistry(store, built_in=[self.runs])
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
                                       reader=self._reader, retained=self._retained,
-                                      max_text_chars=self.max_text_chars)
+                                      max_text_chars=self.max_text_chars,
+                                      refuse_secrets=self._intake.refuse_secret_fields)
         self._organisation = Organisation(self._reader.list, namespace=self.namespace, mode=self.mode,
                                           embedder=embedder)
         self._notes = NoteStore(
@@ -278,7 +279,9 @@ class Memory:
         None when safety refused it (see `stats`): a secret, always; a sensitive category the policy
         excludes, when the model stored it (`source_kind="remember_tool"`). A contradicted older
         fact is invalidated and linked to this one. Raises PolicyError when the namespace's memory
-        mode is off. `ttl_seconds=None` uses the policy's.
+        mode is off, and SecretRefusedError (a ValueError naming the field) when a field other than
+        the text (metadata, source, session_id, categories, scope, actor) holds a secret: nothing
+        is written. `ttl_seconds=None` uses the policy's.
         """
         self._gate.check()
         policy = self._policy.require_writes("remember()")
@@ -286,6 +289,7 @@ class Memory:
             [text], policy=policy, user_id=user_id, scope=scope, categories=categories, importance=importance,
             author=author, source_kind=source_kind, session_id=session_id, turn=turn, private=private,
             source=source, metadata=metadata, ttl_seconds=ttl_seconds, kind=kind, created_at=created_at,
+            actor=actor,
         )
         who = self._intake.actor(actor, author)
         if not prepared:
@@ -310,7 +314,7 @@ class Memory:
         actor = options.pop("actor", None)
         if actor is not None:
             actor = self._intake.actor(actor, "")
-        prepared = self._intake.prepare(items, policy=policy, **options)
+        prepared = self._intake.prepare(items, policy=policy, actor=actor, call="remember_many()", **options)
         if not prepared:
             return []
         first = prepared[0]
@@ -522,7 +526,8 @@ class Memory:
                     namespace=self.namespace, client=self._store.client, lexical=self._lexical, gate=self._gate,
                     embedder=lambda: self.embedder, llm=lambda: self.llm, weights=lambda: self.weights,
                     policy=lambda **context: self.effective_policy(**context), max_text_chars=self.max_text_chars,
-                    single_writer=self.mode == "embedded")
+                    single_writer=self.mode == "embedded", refuse_secrets=self._intake.refuse_secret_fields,
+                    count_secrets=self.stats.add_secrets)
             return self._knowledge_store
 
     # -- repair -----------------------------------------------------------------------------------

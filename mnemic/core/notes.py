@@ -39,7 +39,7 @@ from .namespace_policy import NamespacePolicy
 from .ranking import Candidate, RecallWeights, fuse
 from .record_writer import RecordWriter
 from .records import MemoryRecord, text_hash, utcnow
-from .safety import find_secrets, sensitive_category
+from .safety import secret_fields, sensitive_category
 from .scopes import ROOT, normalise_scope
 from .stats import WriteStats
 from .store import ChromaStore
@@ -87,19 +87,6 @@ def _dump(data: Any) -> str:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"a note's data must be JSON-serialisable (dicts, lists, strings, numbers, "
                         f"booleans, None): {exc}") from None
-
-
-def _flatten(data: Any, path: str = "") -> Iterable[str]:
-    """Data as "key: value" lines, the shape secret detection reads ({"password": "x"} in JSON
-    form hides the "password: x" it looks for)."""
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from _flatten(value, str(key))
-    elif isinstance(data, (list, tuple)):
-        for value in data:
-            yield from _flatten(value, path)
-    elif data is not None:
-        yield f"{path}: {data}" if path else str(data)
 
 
 def _note(record: MemoryRecord) -> Note | None:
@@ -179,7 +166,8 @@ class NoteStore:
         payload = _dump(data)
         check_optional_str(payload, name="the note's data (as JSON)", max_chars=MAX_DATA_CHARS)
         who = check_name(actor, name="actor") if actor is not None else author
-        self._screen(body, "\n".join(_flatten(data)), exclude_sensitive=screen_sensitive and policy.exclude_sensitive)
+        self._screen(body, {"key": key, "data": data, "scope": scope, "actor": who},
+                     exclude_sensitive=screen_sensitive and policy.exclude_sensitive)
         refreshable = check_ttl(ttl_seconds)
         now = utcnow()
         lifetime = refreshable or (policy.ttl_seconds or None)
@@ -214,16 +202,16 @@ class NoteStore:
                                reembed=before.text != body, details={"note_key": key})
         return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable)
 
-    def _screen(self, text: str, fields: str, *, exclude_sensitive: bool) -> None:
+    def _screen(self, text: str, fields: dict[str, Any], *, exclude_sensitive: bool) -> None:
         stats = self._stats
-        # The text is drawn from the data, so the two usually hold the same secret: count it once.
-        hits = max(find_secrets(text), find_secrets(fields), key=len)
-        if hits:
-            kinds = sorted({h.kind for h in hits})
-            stats.add_secrets([h.kind for h in hits])
+        found = secret_fields({"text": text, **fields}, identifiers=("key",))
+        if found:
+            # The text is drawn from the data, so the two usually hold the same secret: count it once.
+            kinds = max(found.values(), key=len)
+            stats.add_secrets(kinds)
             raise NoteRefusedError(
-                f"mnemic refused to store this item: it holds what looks like a secret ({', '.join(kinds)}), "
-                "and memory never stores secrets. Nothing was written."
+                f"mnemic refused to store this item: {', '.join(found)} holds what looks like a secret "
+                f"({', '.join(sorted(set(kinds)))}), and memory never stores secrets. Nothing was written."
             )
         if exclude_sensitive:
             category = sensitive_category(text)

@@ -62,12 +62,13 @@ class RecordLock:
 class RecordWriter:
     def __init__(self, store: ChromaStore, lexical: LexicalIndex,
                  embed: Callable[[Sequence[str]], np.ndarray], *,
-                 admit: Callable[[MemoryRecord], None] | None = None) -> None:
+                 admit: Callable[[MemoryRecord, MemoryRecord | None], None] | None = None) -> None:
         self.store = store
         self.lexical = lexical
         self._embed = embed
-        # Called for every record before its first write (see Intake.admit); raising refuses it.
-        self._admit = admit or (lambda record: None)
+        # Called for every record (and the version it replaces) before its first write (see
+        # Intake.admit); raising refuses it.
+        self._admit = admit or (lambda record, before: None)
         self.lock = RecordLock()
 
     @staticmethod
@@ -84,7 +85,7 @@ class RecordWriter:
         if not records:
             return
         for record in records:
-            self._admit(record)
+            self._admit(record, None)
         extra = details or [None] * len(records)
         entries = [entry("add", record=r, actor=actor, before=None, after=r, version=r.version, details=d)
                    for r, d in zip(records, extra, strict=True)]
@@ -100,7 +101,7 @@ class RecordWriter:
     def update(self, before: MemoryRecord, after: MemoryRecord, *, action: Action, actor: str,
                reason: str | None, reembed: bool, details: dict[str, Any] | None = None) -> None:
         """Replace a record's text and metadata; its vector too when `reembed` (the text changed)."""
-        self._admit(after)
+        self._admit(after, before)
         vector = self._embed([after.text])[0] if reembed else None
         change = entry(action, record=after, actor=actor, before=before, after=after, reason=reason,
                        version=after.version, details=details)
