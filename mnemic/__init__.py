@@ -25,6 +25,7 @@ from .core.embeddings import (
 )
 from .core.history import HistoryEntry
 from .core.knowledge import IngestResult, KnowledgeChunk, KnowledgeHit, KnowledgeStore, RefusedChunk
+from .core.lessons import Lesson, LessonPlace, LessonStore
 from .core.llm import LLMOutputError
 from .core.lock import StoreLockedError
 from .core.memory import Memory
@@ -58,6 +59,9 @@ __all__ = [
     "KnowledgeStore",
     "LLMOutputError",
     "LangChainEmbedder",
+    "Lesson",
+    "LessonPlace",
+    "LessonStore",
     "LiteLLMEmbedder",
     "Memory",
     "MemoryMatch",

@@ -435,7 +435,10 @@ class Memory:
     def recall(self, query: str, *, user_id: str | None, limit: int = 10, scope: str | Sequence[str] | None = None,
                categories: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
                source: str | None = None, min_score: float = 0.0) -> builtins.list[MemoryMatch]:
-        """The user's servable facts most relevant to `query`, best first, each explained."""
+        """The user's servable facts most relevant to `query`, best first, each explained.
+
+        `kinds` narrows what is served; without it every kind but `lesson` is (lessons are read
+        through `LessonStore`, never mixed into ordinary recall)."""
         self._gate.check()
         return self._reader.recall(query, user_id=user_id, limit=limit, scope=scope, categories=categories,
                                    kinds=kinds, source=source, min_score=min_score)
