@@ -208,3 +208,18 @@ def test_child_process_writes_its_result(tmp_path: Path) -> None:
     assert figures["overall"]["n"] == 2 and figures["overall"]["R@5"] == pytest.approx(100.0)
     assert figures["rss_peak_mb"] >= figures["rss_baseline_mb"] > 0
     assert figures["network_attempts"] == {}
+
+
+@pytest.mark.parametrize("name", ["langgraph-memory", "langgraph-sqlite"])
+def test_langgraph_stores_embed_the_turn_text_itself(name: str, tmp_path: Path, offline: Any) -> None:
+    """Same vectors for all: SqliteStore reads `text_fields`, and given only `fields` embeds the whole JSON value."""
+    if _requirement(name):
+        pytest.skip(_requirement(name))
+    system = PEERS[name].build(tmp_path, HashEmbedder(384))
+    try:
+        system.load(ALICE)
+        turn = ALICE.turns[2]
+        best = system.store.search(("locomo", ALICE.conv_id), query=turn.text, limit=1)[0]  # type: ignore[attr-defined]
+        assert (best.key, best.score) == (turn.dia_id, pytest.approx(1.0, abs=1e-4))
+    finally:
+        system.close()
