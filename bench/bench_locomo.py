@@ -40,6 +40,7 @@ sys.path.insert(0, str(REPO))
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20)
+HALVES = ("tuning (conversations 0-4)", "held out (5-9)")
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DIA_ID = re.compile(r"D:?(\d+):(\d+)")
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.IGNORECASE)
@@ -341,9 +342,12 @@ def evaluate(system: System, conversations: Sequence[Conversation]) -> dict[str,
     overall = Tally()
     per_category = {c: Tally() for c in CATEGORIES}
     per_conversation: dict[str, Tally] = {}
+    # Conversations 0-4 tune mnemic's weights, 5-9 are held out: each half is reported apart.
+    per_half = {half: {c: Tally() for c in (0, *CATEGORIES)} for half in HALVES}
     latencies: list[float] = []
-    for conv in conversations:
+    for position, conv in enumerate(conversations):
         tally = per_conversation.setdefault(conv.conv_id, Tally())
+        half = per_half[HALVES[0] if position < 5 else HALVES[1]]
         for q in conv.questions:
             # One search per k, as a caller asking for k results would make it: a system may size
             # its candidate pools by the limit (mnemic does).
@@ -353,12 +357,14 @@ def evaluate(system: System, conversations: Sequence[Conversation]) -> dict[str,
                 found[k] = system.search(conv, q.text, k)
                 if k == 10:
                     latencies.append(time.perf_counter() - start)
-            for t in (overall, per_category[q.category], tally):
+            for t in (overall, per_category[q.category], tally, half[0], half[q.category]):
                 t.add(found, q.evidence)
     return {
         "overall": overall.summary(),
         "per_category": {CATEGORIES[c]: t.summary() for c, t in per_category.items()},
         "per_conversation": {c: t.summary() for c, t in per_conversation.items()},
+        "per_half": {half: {("all" if c == 0 else CATEGORIES[c]): t.summary() for c, t in tallies.items()}
+                     for half, tallies in per_half.items()},
         "query_ms_p50": 1000 * statistics.median(latencies) if latencies else None,
         "query_ms_p95": 1000 * _percentile(latencies, 95) if latencies else None,
     }
@@ -419,6 +425,17 @@ def print_table(results: dict[str, dict[str, Any]], title: str) -> None:
             )
         table.add_section()
     Console().print(table)
+    halves = Table(title="R@5 / R@10 per half (mnemic is tuned on the first half only)")
+    halves.add_column("system")
+    halves.add_column("half")
+    for label in ("all", *CATEGORIES.values()):
+        halves.add_column(label, justify="right")
+    labels = ("all", *CATEGORIES.values())
+    for name, res in results.items():
+        for half, tallies in res.get("per_half", {}).items():
+            halves.add_row(name, half, *(f"{tallies[label]['R@5']:.1f} / {tallies[label]['R@10']:.1f}"
+                                         if tallies[label].get("n") else "—" for label in labels))
+    Console().print(halves)
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from .core.embeddings import (
     WeightsNotFoundError,
 )
 from .core.history import HistoryEntry
-from .core.knowledge import IngestResult, KnowledgeChunk, KnowledgeHit, KnowledgeStore
+from .core.knowledge import IngestResult, KnowledgeChunk, KnowledgeHit, KnowledgeStore, RefusedChunk
 from .core.llm import LLMOutputError
 from .core.lock import StoreLockedError
 from .core.memory import Memory
@@ -31,6 +31,7 @@ from .core.policy import EffectivePolicy, MemoryPolicy, PolicyError
 from .core.ranking import RecallWeights
 from .core.records import MemoryMatch, MemoryRecord, ScoreBreakdown
 from .core.retention import ErasureReport, RetainedPlace
+from .core.safety import SecretRefusedError
 from .core.stats import WriteStats
 from .core.store import EmbedderMismatchError
 from .core.views import MemoryView
@@ -64,8 +65,10 @@ __all__ = [
     "MiniLM",
     "PolicyError",
     "RecallWeights",
+    "RefusedChunk",
     "RetainedPlace",
     "ScoreBreakdown",
+    "SecretRefusedError",
     "StoreLockedError",
     "UnsupportedDocumentError",
     "WeightsMismatchError",

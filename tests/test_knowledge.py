@@ -668,7 +668,7 @@ def test_client_mode_processes_share_knowledge(tmp_path: Path) -> None:
 def test_lexical_index_is_repaired_from_chroma(tmp_path: Path) -> None:
     with Memory(tmp_path / "m", embedder=HashEmbedder()) as mem:
         chunk = mem.knowledge.add(REFUND, verbatim=True).added[0]
-        mem._lexical.delete([chunk.id])  # as if the process died before indexing it
+        mem._lexical.delete(mem.knowledge.collection_name, [chunk.id])  # as if the process died before indexing it
         mem._lexical.set_watermark(mem.knowledge.collection_name, -1.0)
     with Memory(tmp_path / "m", embedder=HashEmbedder()) as mem:
         assert chunk.id in lexical_ids(mem)

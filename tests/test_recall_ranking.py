@@ -137,3 +137,20 @@ def test_neighbouring_turns_come_only_from_the_askers_own_sessions(tmp_path: Pat
                         session_id="shared-session-name", turn=2)
         for match in memory.recall("what colour is the lighthouse painted", user_id="cy", limit=10):
             assert match.record.user_id == "cy"
+
+
+def test_a_name_in_most_of_a_users_records_does_not_dominate_word_relevance(tmp_path: Path) -> None:
+    # Ana's name is in every one of her records (a speaker label), and rare among everyone else's;
+    # "pottery" is rare among hers and common among everyone else's. Within her records the name
+    # says nothing, so a record holding only the name (three times, in few words) must not
+    # outrank the one that holds the word that singles it out.
+    weights = RecallWeights(semantic=0.0, coverage=0.0, lexical=1.0, context=0.0, context_far=0.0, session=0.0)
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), weights=weights) as memory:
+        memory.remember_many([f"Pottery note {i}: glaze, kiln and pottery wheel" for i in range(60)], user_id="ben")
+        memory.remember_many([f"Cy says: errand {i} done" for i in range(200)], user_id="cy")
+        memory.remember_many([f"Ana: day {i} was fine, nothing special" for i in range(12)], user_id="ana")
+        memory.remember("Ana: Ana, Ana!", user_id="ana")
+        memory.remember("Ana: I signed up for a pottery class at the community centre near the station",
+                        user_id="ana")
+        best = memory.recall("Ana pottery", user_id="ana", limit=3)[0]
+        assert "pottery class" in best.record.text

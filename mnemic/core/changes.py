@@ -2,13 +2,14 @@
 invalidate, confirm, delete, forget (erasure) and reset, and the places beyond the records that
 erasure reaches (`retain`).
 
-Each change reads the record it changes and writes through the RecordWriter under its lock, so
-a change never interleaves with a write batch of the pipeline.
+Each change waits for the writes queued before it, then reads the record it changes and writes
+through the RecordWriter under its lock, so a change never interleaves with a write batch of the
+pipeline. In that order: waiting while holding the lock would deadlock (see RecordLock).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
@@ -21,12 +22,15 @@ from .scopes import is_within, normalise_scope
 from .serving import RecordReader, scope_where, scopes_of
 from .store import ChromaStore
 from .validation import (
+    MAX_SOURCE_CHARS,
     check_categories,
     check_ids,
     check_importance,
     check_metadata,
+    check_name,
     check_older_than,
     check_optional_str,
+    check_reason,
     check_text,
     check_ttl,
     check_user_id,
@@ -35,7 +39,6 @@ from .writer import BackgroundWriter
 
 # `update(source=...)` leaves the source alone unless given (None is a value: "no source").
 UNSET: Any = object()
-MAX_REASON_CHARS = 2000
 
 
 class BuiltInPlace(ErasableState, Protocol):
@@ -79,7 +82,7 @@ class RetainedRegistry:
 class RecordChanges:
     def __init__(self, *, store: ChromaStore, lexical: LexicalIndex, records: RecordWriter,
                  writer: BackgroundWriter, reader: RecordReader, retained: RetainedRegistry,
-                 max_text_chars: int) -> None:
+                 max_text_chars: int, refuse_secrets: Callable[..., None]) -> None:
         self._store = store
         self._lexical = lexical
         self._records = records
@@ -87,10 +90,14 @@ class RecordChanges:
         self._reader = reader
         self._retained = retained
         self._max_text_chars = max_text_chars
+        # Raises SecretRefusedError naming the field; runs before the first write of each change.
+        self._refuse_secrets = refuse_secrets
 
     def update(self, record_id: str, *, text: str | None, scope: str | None, categories: Sequence[str] | None,
                importance: float | None, private: bool | None, source: Any, metadata: dict[str, Any] | None,
                ttl_seconds: float | None, actor: str, reason: str | None) -> MemoryRecord:
+        actor = check_name(actor, name="actor")
+        reason = check_reason(reason)
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = check_text(text, max_chars=self._max_text_chars)
@@ -106,7 +113,7 @@ class RecordChanges:
                 raise TypeError("private must be True or False")
             changes["private"] = private
         if source is not UNSET:
-            changes["source"] = check_optional_str(source, name="source")
+            changes["source"] = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         if metadata is not None:
             changes["metadata"] = check_metadata(metadata)
         if ttl_seconds is not None:
@@ -114,8 +121,13 @@ class RecordChanges:
             changes["expires_at"] = utcnow() + timedelta(seconds=ttl) if ttl else None
         if not changes:
             raise ValueError("update() needs at least one field to change (text, scope, categories, ...)")
+        # The scope as given: normalising it drops the empty segment of a "scheme://" URL.
+        screened = {name: scope if name == "scope" else changes[name]
+                    for name in ("text", "scope", "categories", "source", "metadata") if name in changes}
+        self._refuse_secrets("this update()", **screened, actor=actor, reason=reason)
+        self._writer.drain()  # the lock order: drain first, then lock
         with self._records.lock:
-            before = self._reader.get(record_id)
+            before = self._reader.current(record_id)
             after = before.model_copy(update={**changes, "updated_at": utcnow(), "version": before.version + 1})
             after = MemoryRecord.model_validate(after.model_dump())
             self._records.update(before, after, action="update", actor=actor, reason=reason,
@@ -123,11 +135,16 @@ class RecordChanges:
             return after
 
     def invalidate(self, record_id: str, *, reason: str, actor: str, replaced_by: str | None) -> MemoryRecord:
-        reason_text = check_text(reason, name="reason", max_chars=MAX_REASON_CHARS)
+        reason_text = check_reason(reason, required=True)
+        actor = check_name(actor, name="actor")
+        if replaced_by is not None:
+            (replaced_by,) = check_ids([replaced_by])
+        self._refuse_secrets("this invalidate()", reason=reason_text, actor=actor)
+        self._writer.drain()
         with self._records.lock:
-            before = self._reader.get(record_id)
+            before = self._reader.current(record_id)
             if replaced_by is not None:
-                self._reader.get(replaced_by)
+                self._reader.current(replaced_by)
             after = before.model_copy(update={
                 "state": "invalid", "invalid_reason": reason_text, "invalidated_by": replaced_by,
                 "updated_at": utcnow(), "version": before.version + 1,
@@ -137,8 +154,11 @@ class RecordChanges:
             return after
 
     def confirm(self, record_id: str, *, actor: str) -> MemoryRecord:
+        actor = check_name(actor, name="actor")
+        self._refuse_secrets("this confirm()", actor=actor)
+        self._writer.drain()
         with self._records.lock:
-            before = self._reader.get(record_id)
+            before = self._reader.current(record_id)
             if before.state == "invalid":
                 raise ValueError(f"memory {record_id} is invalid ({before.invalid_reason}); it cannot be confirmed")
             if before.state == "valid":
@@ -149,8 +169,12 @@ class RecordChanges:
             return after
 
     def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:
+        actor = check_name(actor, name="actor")
+        reason = check_reason(reason)
+        self._refuse_secrets("this delete()", actor=actor, reason=reason)
+        self._writer.drain()
         with self._records.lock:
-            self._records.remove(self._reader.get(record_id), actor=actor, reason=reason)
+            self._records.remove(self._reader.current(record_id), actor=actor, reason=reason)
 
     def forget(self, *, user_id: str | None, scope: str | None, categories: Sequence[str] | None,
                older_than: Any, ids: Sequence[str] | None, actor: str) -> ErasureReport:
@@ -159,6 +183,7 @@ class RecordChanges:
                 "forget() needs at least one criterion (user_id, scope, categories, older_than or ids); "
                 "use reset() to empty the whole namespace"
             )
+        actor = check_name(actor, name="actor")
         owner = check_user_id(user_id) if user_id is not None else None
         scopes = scopes_of(scope)
         cats = check_categories(categories)

@@ -23,12 +23,12 @@ from .policy import MemoryPolicy
 from .reconcile import Decision
 from .record_writer import RecordWriter
 from .records import MemoryRecord, utcnow
-from .safety import REDACTED, redact
+from .safety import REDACTED, redact, secret_fields
 from .scopes import ROOT, normalise_scope
 from .sessions import SessionBuffer, Turn, group_turns
 from .stats import WriteStats
 from .store import ChromaStore
-from .validation import check_metadata, check_optional_str, check_turn
+from .validation import check_metadata, check_optional_str, check_turn, scrub
 from .write_pipeline import WritePipeline
 from .writer import BackgroundWriter
 
@@ -63,11 +63,23 @@ class Conversations:
         turn_no = check_turn(turn)
         scope_path = normalise_scope(scope)
         captured = normalise_messages(messages)
-        extra = check_metadata(metadata) or None
+        # Fields given with the turn land on every fact distilled from it: screened now, before
+        # anything is queued. The messages themselves are redacted when the turn is distilled.
+        self._intake.refuse_secret_fields("this observe()", session_id=session, scope=scope)
+        extra = self._without_secrets(check_metadata(metadata)) or None
         self._stats.bump("turns_observed")
         self._writer.submit(
             lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra),
             f"a turn of {len(captured)} message(s) for user {owner!r} from observe()")
+
+    def _without_secrets(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """Provenance metadata minus any entry holding a secret (counted, logged without it): an
+        observed turn is never refused for what an adapter attached to it."""
+        found = secret_fields({key: {key: value} for key, value in metadata.items()})
+        if found:
+            self._stats.add_secrets([kind for kinds in found.values() for kind in kinds])
+            log.info("dropped %d metadata entr(y/ies) holding a secret from an observed turn", len(found))
+        return {key: value for key, value in metadata.items() if key not in found}
 
     def _observe_job(self, owner: str, session: str | None, turn: int | None, scope: str,
                      messages: list[Message], memory: bool, metadata: dict[str, Any] | None = None) -> None:
@@ -93,12 +105,13 @@ class Conversations:
         self._policy.require_writes("memorize()")
         owner = self._intake.owner(user_id)
         session = check_optional_str(session_id, name="session_id")
+        self._intake.refuse_secret_fields("this memorize()", session_id=session, scope=scope)
         if messages is None and session is None:
             raise ValueError("memorize() needs session_id (a session observe() has seen) or messages")
         given = normalise_messages(messages) if messages is not None else None
         scope_path = normalise_scope(scope) if scope is not None else None
         future = self._writer.submit(lambda: self._memorize_job(owner, session, given, scope_path))
-        outcome = future.result(timeout)
+        outcome = self._writer.result(future, timeout)
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome or []
@@ -178,7 +191,7 @@ class Conversations:
                 continue
             if REDACTED in fact.text or not fact.text.strip():
                 continue  # the secret was counted when it was redacted
-            text = fact.text.strip()[:self._intake.max_text_chars]
+            text = scrub(fact.text.strip())[:self._intake.max_text_chars]  # a model's output is repaired
             if not self._intake.screen(text, kind="fact", policy=policy, screen_sensitive=True):
                 continue
             record = self._intake.new_record(

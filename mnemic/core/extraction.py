@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from .llm import complete_json
 from .policy import DEFAULT_TOPICS, MemoryPolicy
+from .validation import scrub
 
 log = logging.getLogger("mnemic.extraction")
 
@@ -124,7 +125,8 @@ def normalise_messages(messages: Any, *, name: str = "messages") -> list[Message
                 f"{name}[{position}] has role {role_value!r}; use one of {', '.join(ROLES)} "
                 "(LangChain's human/ai/tool are accepted too)"
             )
-        text = strip_reasoning(_content_text(content))
+        # A conversation is taken as it comes: text no store can keep is repaired, not refused.
+        text = scrub(strip_reasoning(_content_text(content)))
         if text:
             result.append(Message(role=role, content=text[:MAX_MESSAGE_CHARS]))
     return result

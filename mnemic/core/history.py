@@ -67,8 +67,15 @@ def entry(
 
 
 def applied_entries(raw: list[dict[str, Any]], current_version: int | None) -> list[HistoryEntry]:
-    """Entries whose mutation landed. `current_version` is None when the record no longer exists."""
+    """Entries whose mutation landed, oldest first. `current_version` is None when the record no
+    longer exists.
+
+    A change that failed may have left its entry (written first; see the module docstring). Its
+    version is the one the next change of the record produces again, and only the last attempt
+    at a version can have landed: earlier entries for the same version are left out."""
     entries = [HistoryEntry.model_validate(item) for item in raw]
+    last_attempt = {e.version: position for position, e in enumerate(entries)}
+    entries = [e for position, e in enumerate(entries) if last_attempt[e.version] == position]
     if current_version is not None:
         return [e for e in entries if e.version <= current_version]
     # Gone: the trail is true up to its last removal. Without one the record never landed.

@@ -8,22 +8,27 @@ tool). The write pipeline only ever sees records built here, by `new_record`.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from .identity import anonymous_user_id
 from .policy import MemoryPolicy
 from .records import AUTHORS, KINDS, SOURCE_KINDS, UNCONFIRMED_SOURCE_KINDS, MemoryRecord, text_hash, utcnow
-from .safety import find_secrets, sensitive_category
+from .safety import SecretRefusedError, find_secrets, secret_fields, sensitive_category
 from .scopes import normalise_scope
 from .stats import WriteStats
 from .validation import (
+    MAX_SOURCE_CHARS,
     check_categories,
     check_choice,
+    check_clean,
     check_importance,
     check_metadata,
+    check_name,
     check_optional_str,
     check_text,
     check_ttl,
@@ -41,6 +46,42 @@ PERSONAL_KINDS = frozenset({"fact", "note"})
 # application code or an operator is a deliberate act and stores the statement as written;
 # secrets are refused on every path.
 SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
+# Fields that hold ids: screened for credentials, not for merely random-looking strings.
+IDENTIFIER_FIELDS = frozenset({"session_id", "thread_id", "record_id", "note_key"})
+# Fields of a record that are prose, screened by every rule; the others (user id, author, metadata
+# values such as task or kickoff ids) are ids or labels, where one random-looking word is allowed.
+_SCREENED_WHOLE = frozenset({"text", "scope", "topic", "source", "invalid_reason"}) | {
+    f"categories[{i}]" for i in range(64)}
+
+
+def free_text_fields(record: MemoryRecord) -> dict[str, str]:
+    """Every string of a record that is stored, by field name (metadata values as metadata[key])."""
+    fields = {"text": record.text, "user_id": record.user_id, "scope": record.scope, "author": record.author}
+    optional = {"topic": record.topic, "source": record.source, "session_id": record.session_id,
+                "invalid_reason": record.invalid_reason}
+    fields.update({name: value for name, value in optional.items() if value is not None})
+    fields.update({f"categories[{i}]": category for i, category in enumerate(record.categories)})
+    fields.update({f"metadata[{key!r}]": value for key, value in record.metadata.items() if isinstance(value, str)})
+    return fields
+
+
+def check_record(record: MemoryRecord) -> None:
+    """A record every store can keep: each stored string valid Unicode without NUL. The public
+    calls check their arguments first, with errors that name them; this is the backstop for what
+    other paths (a model's output, an adapter) put in a record."""
+    for name, value in free_text_fields(record).items():
+        check_clean(value, name=name)
+
+
+def _structured(value: str) -> Any:
+    """A metadata value that holds JSON (a note's data) as the structure it is, so that its keys say
+    which values are ids and which are credentials; any other value as it is."""
+    if value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 class Intake:
@@ -49,13 +90,39 @@ class Intake:
         self.stats = stats
         self.max_text_chars = max_text_chars
         # Anonymous callers get an id bound to this Memory object's session, never a shared one.
-        self.anonymous_user_id = f"anonymous:{uuid.uuid4().hex}"
+        self.anonymous_user_id = anonymous_user_id()
 
     def owner(self, user_id: Any) -> str:
         """The user a call acts for: the caller's checked id, or this session's anonymous id."""
         if user_id is None:
             return self.anonymous_user_id
         return check_user_id(user_id)
+
+    def admit(self, record: MemoryRecord, before: MemoryRecord | None = None) -> None:
+        """The one gate every record passes before its first write: RecordWriter calls it for each
+        insert and update, whatever the path (remember, extraction, the pipeline's merges and
+        retirements, update, invalidate, confirm, notes). Raises ValueError for a record that must
+        not be stored; nothing has been written then.
+
+        It is also the backstop of the secret screen: every free-text field that this write sets
+        (all of them for a new record, the changed ones for an update, so that an operator can
+        still retire a record stored before a rule existed) is screened, and a secret raises
+        SecretRefusedError. The public calls screen their arguments earlier, with errors that
+        name them; this catches whatever reaches a record another way."""
+        check_record(record)
+        fields = free_text_fields(record)
+        if before is not None:
+            previous = free_text_fields(before)
+            fields = {name: value for name, value in fields.items() if previous.get(name) != value}
+        if fields:
+            self.refuse_secret_fields(
+                "this write", **{name: _structured(value) for name, value in fields.items()},
+                identifiers=frozenset(name for name in fields if name not in _SCREENED_WHOLE))
+
+    @staticmethod
+    def actor(actor: Any, author: str) -> str:
+        """Who a write is recorded as made by: the caller's `actor`, or the statement's author."""
+        return check_name(actor, name="actor") if actor is not None else author
 
     def prepare(
         self,
@@ -77,9 +144,13 @@ class Intake:
         kind: Any = "fact",
         created_at: datetime | None = None,
         topic: str | None = None,
+        actor: Any = None,
+        call: str = "remember()",
     ) -> list[MemoryRecord]:
         """Checked, screened records for `texts`; refused texts (secrets, excluded categories) are
-        left out and counted in `stats`."""
+        left out and counted in `stats`. A secret in any other field (metadata keys or values,
+        source, session id, categories, scope, actor) raises SecretRefusedError: those are set by
+        application code, and the error names the field to fix."""
         owner = self.owner(user_id)
         clean_texts = [check_text(t, max_chars=self.max_text_chars) for t in texts]
         scope_path = normalise_scope(scope)
@@ -92,8 +163,12 @@ class Intake:
         turn_no = check_turn(turn)
         if not isinstance(private, bool):
             raise TypeError(f"private must be True or False, got {type(private).__name__}")
-        origin = check_optional_str(source, name="source")
+        origin = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         extra = check_metadata(metadata)
+        # The scope as given: normalising drops the empty segment of a "scheme://" URL in it.
+        self.refuse_secret_fields(
+            f"this {call}", scope=scope if isinstance(scope, str) else scope_path, categories=cats,
+            session_id=session, source=origin, metadata=extra, actor=actor)
         # An explicit ttl (0 = never) wins; otherwise the policy's applies.
         ttl = check_ttl(ttl_seconds) if ttl_seconds is not None else (policy.ttl_seconds or None)
         now = utcnow()
@@ -120,6 +195,17 @@ class Intake:
             expires_at=now + timedelta(seconds=ttl) if ttl else None, private=private, source=source,
             metadata=metadata,
         )
+
+    def refuse_secret_fields(self, what: str, /, identifiers: frozenset[str] = IDENTIFIER_FIELDS,
+                             **fields: Any) -> None:
+        """Raise SecretRefusedError (counted in `stats`, logged by field name only) when any of
+        `fields` holds a secret; checked before anything is written. Fields named in `identifiers`
+        may be one random-looking word (an id) without being refused."""
+        found = secret_fields(fields, identifiers=identifiers)
+        if found:
+            self.stats.add_secrets([kind for kinds in found.values() for kind in kinds])
+            log.info("refused %s: a secret in %s", what, ", ".join(sorted(found)))
+            raise SecretRefusedError(found, what=what)
 
     def screen(self, text: str, *, kind: str, policy: MemoryPolicy, screen_sensitive: bool) -> bool:
         """False (and counted) for a secret, whatever the policy or the path; for a sensitive

@@ -20,12 +20,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from .documents import (
     CHUNK_CHARS,
@@ -39,141 +38,45 @@ from .documents import (
 from .embeddings import Embedder
 from .gate import OpenGate
 from .history import HistoryEntry
+from .knowledge_chunks import (
+    ChunkKind,
+    IngestResult,
+    KnowledgeChunk,
+    KnowledgeHit,
+    RefusedChunk,
+    chunk_id,
+    from_row,
+    to_metadata,
+)
+from .knowledge_input import (
+    Progress,
+    check_actor,
+    check_chunk_id,
+    check_path,
+    check_progress,
+    check_source,
+    check_sources,
+    distil_with_llm,
+)
 from .lexical import LexicalIndex, matched_terms
-from .llm import complete_json
 from .ranking import Candidate, RecallWeights, fuse
-from .records import ScoreBreakdown, text_hash, utcnow
+from .records import text_hash, utcnow
+from .safety import contains_secret, find_secrets
 from .store import StoredRow
 from .store.knowledge import HISTORY_IDS_PER_ENTRY, KnowledgeCollection
-from .validation import check_limit, check_text
+from .validation import check_clean, check_limit, check_text
 
 log = logging.getLogger("mnemic")
 
-ChunkKind = Literal["passage", "fact", "verbatim"]
-Progress = Callable[[int, int], None]
 
 # The lexical index is shared with memory and keyed by owner. Every user id is stripped of
 # surrounding whitespace before use, so an owner with a leading space can never be a user's.
 KNOWLEDGE_OWNER = " mnemic:knowledge"
 KNOWLEDGE_IMPORTANCE = 0.5
 EMBED_BATCH = 128
-MAX_SOURCE_CHARS = 1000
-MAX_FACT_CHARS = 2000
+# Text given to add() (not verbatim) is chunked; a whole book fits, a runaway input does not.
+MAX_KNOWLEDGE_TEXT_CHARS = 5_000_000
 SERVER_SYNC_INTERVAL_S = 2.0
-
-DISTIL_PROMPT = (
-    "You turn an operator's text into knowledge an assistant will tell every user. Rewrite the "
-    "text below as short, standalone facts: each must make sense on its own (name the subject, no "
-    "'it' or 'this'), keep every number, name, date and condition exactly, and add nothing the "
-    "text does not say. Answer with JSON only: {\"facts\": [\"...\", ...]}."
-)
-DISTIL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
-    "required": ["facts"],
-    "additionalProperties": False,
-}
-
-
-class KnowledgeChunk(BaseModel):
-    """One piece of knowledge: its text and where it came from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    text: str
-    hash: str
-    kind: ChunkKind = "passage"
-    source: str | None = None
-    position: int = 0
-    char_start: int | None = None
-    char_end: int | None = None
-    section: str | None = None
-    page: int | None = None
-    added_by: str = "operator"
-    added_at: datetime
-    ingest_id: str | None = None
-
-    @property
-    def content(self) -> str:
-        return self.text
-
-    def location(self) -> str:
-        """Where the chunk sits, for people: "faq.md, Refunds > Timing, part 3"."""
-        parts = [self.source or "added as text"]
-        if self.page is not None:
-            parts.append(f"page {self.page}")
-        if self.section:
-            parts.append(self.section)
-        parts.append(f"part {self.position + 1}")
-        return ", ".join(parts)
-
-
-class KnowledgeHit(BaseModel):
-    """A knowledge chunk found by `search`, its score and why it scored that."""
-
-    model_config = ConfigDict(frozen=True)
-
-    chunk: KnowledgeChunk
-    score: float
-    breakdown: ScoreBreakdown
-
-    @property
-    def text(self) -> str:
-        return self.chunk.text
-
-    @property
-    def explanation(self) -> str:
-        return self.breakdown.explain()
-
-    def format(self) -> str:
-        """One line for a prompt: the passage, marked as reference text rather than an instruction."""
-        origin = f"source: {self.chunk.source}" if self.chunk.source else "operator knowledge"
-        return f"- {self.chunk.text} ({origin}, relevance {self.score:.2f})"
-
-
-class IngestResult(BaseModel):
-    """What an add call did: the chunks it wrote and the ones that were already stored."""
-
-    model_config = ConfigDict(frozen=True)
-
-    added: list[KnowledgeChunk]
-    duplicates: list[KnowledgeChunk]
-
-    @property
-    def chunks(self) -> list[KnowledgeChunk]:
-        return [*self.added, *self.duplicates]
-
-
-def chunk_id(text_hash_value: str) -> str:
-    # Derived from the content, so dedup is a lookup by id; the prefix keeps knowledge ids apart
-    # from memory's uuid hex ids in the shared lexical index.
-    return "k" + text_hash_value
-
-
-def _to_metadata(chunk: KnowledgeChunk) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "hash": chunk.hash, "kind": chunk.kind, "position": chunk.position,
-        "added_by": chunk.added_by, "added_at": chunk.added_at.timestamp(),
-    }
-    optional = {"source": chunk.source, "char_start": chunk.char_start, "char_end": chunk.char_end,
-                "section": chunk.section, "page": chunk.page, "ingest_id": chunk.ingest_id}
-    # Chroma rejects None values on add: absent keys stand for None.
-    meta.update({k: v for k, v in optional.items() if v is not None})
-    return meta
-
-
-def _from_row(row: StoredRow) -> KnowledgeChunk:
-    meta = row.metadata
-    return KnowledgeChunk(
-        id=row.id, text=row.document, hash=str(meta.get("hash") or text_hash(row.document)),
-        kind=meta.get("kind", "passage"), source=meta.get("source"), position=int(meta.get("position", 0)),
-        char_start=meta.get("char_start"), char_end=meta.get("char_end"), section=meta.get("section"),
-        page=meta.get("page"), added_by=str(meta.get("added_by", "operator")),
-        added_at=datetime.fromtimestamp(float(meta.get("added_at", 0.0)), tz=timezone.utc),
-        ingest_id=meta.get("ingest_id"),
-    )
-
 
 @dataclass(frozen=True)
 class _Ranked:
@@ -234,6 +137,7 @@ class KnowledgeStore:
     def __init__(self, *, namespace: str, client: Any, lexical: LexicalIndex, gate: OpenGate,
                  embedder: Callable[[], Embedder], llm: Callable[[], Any], weights: Callable[[], RecallWeights],
                  policy: Callable[..., Any], max_text_chars: int, single_writer: bool,
+                 refuse_secrets: Callable[..., None], count_secrets: Callable[[list[str]], None],
                  chunk_chars: int = CHUNK_CHARS, overlap_chars: int = OVERLAP_CHARS) -> None:
         self.namespace = namespace
         self.chunk_chars = chunk_chars
@@ -247,6 +151,10 @@ class KnowledgeStore:
         self._policy = policy
         self._max_text_chars = max_text_chars
         self._single_writer = single_writer
+        # Fields named by the caller (source, added_by, reason) raise SecretRefusedError; chunks
+        # holding a secret are skipped, reported in IngestResult.refused and counted in stats.
+        self._refuse_secrets = refuse_secrets
+        self._count_secrets = count_secrets
         self._lock = threading.RLock()
         self._last_sync = 0.0
         self.repair()
@@ -278,9 +186,10 @@ class KnowledgeStore:
         self._gate.check()
         if not isinstance(verbatim, bool):
             raise TypeError("verbatim must be True or False")
-        origin = _check_source(source)
-        actor = _check_actor(added_by)
-        callback = _check_progress(progress)
+        origin = check_source(source)
+        actor = check_actor(added_by)
+        callback = check_progress(progress)
+        self._refuse_secrets("this knowledge.add()", source=origin, added_by=actor)
         if verbatim:
             clean = check_text(text, max_chars=self._max_text_chars)
             pieces: list[tuple[Passage, ChunkKind]] = [(Passage(clean, 0, len(clean)), "verbatim")]
@@ -289,6 +198,10 @@ class KnowledgeStore:
                 raise TypeError(f"text must be a string, got {type(text).__name__}")
             if not text.strip():
                 raise ValueError("text is empty: give the knowledge to add")
+            if len(text) > MAX_KNOWLEDGE_TEXT_CHARS:
+                raise ValueError(f"text is {len(text)} characters; the limit is {MAX_KNOWLEDGE_TEXT_CHARS}. "
+                                 "Add a long document as a file (add_file) or in parts.")
+            check_clean(text, name="text")
             pieces = self._distil(text.replace("\r\n", "\n"))
         return self._ingest([(origin, pieces)], actor=actor, progress=callback)
 
@@ -303,10 +216,11 @@ class KnowledgeStore:
         """Add a .txt, .md, .json, .csv or .pdf file, chunked with overlap; each chunk keeps the
         file as its source (or `source`) and its position in the file."""
         self._gate.check()
-        file = _check_path(path)
-        origin = _check_source(source) or str(path)
-        actor = _check_actor(added_by)
-        callback = _check_progress(progress)
+        file = check_path(path)
+        origin = check_source(source) or str(path)
+        actor = check_actor(added_by)
+        callback = check_progress(progress)
+        self._refuse_secrets("this knowledge.add_file()", source=origin, added_by=actor)
         passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
         return self._ingest([(origin, [(p, "passage") for p in passages])], actor=actor, progress=callback)
 
@@ -322,11 +236,12 @@ class KnowledgeStore:
         self._gate.check()
         if isinstance(paths, (str, Path)):
             paths = [paths]
-        actor = _check_actor(added_by)
-        callback = _check_progress(progress)
+        actor = check_actor(added_by)
+        callback = check_progress(progress)
+        self._refuse_secrets("this knowledge.add_files()", added_by=actor)
         files: list[Path] = []
         for item in paths:
-            target = _check_path(item)
+            target = check_path(item)
             if target.is_dir():
                 files.extend(sorted(f for f in target.rglob("*")
                                     if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES))
@@ -335,6 +250,7 @@ class KnowledgeStore:
         if not files:
             raise DocumentError(
                 f"no files to add (supported types: {', '.join(SUPPORTED_SUFFIXES)})")
+        self._refuse_secrets("this knowledge.add_files()", source=[str(f) for f in files])
         documents: list[tuple[str | None, list[tuple[Passage, ChunkKind]]]] = []
         for file in dict.fromkeys(files):
             passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
@@ -351,7 +267,10 @@ class KnowledgeStore:
             return [(p, "passage") for p in passages]
         out: list[tuple[Passage, ChunkKind]] = []
         for passage in passages:
-            facts = _distil_with_llm(llm, passage.text)
+            if contains_secret(passage.text):
+                out.append((passage, "passage"))  # never sent to a provider; _ingest refuses it
+                continue
+            facts = distil_with_llm(llm, passage.text)
             if not facts:
                 # The model gave nothing usable: the operator's words are kept as written.
                 out.append((passage, "passage"))
@@ -365,9 +284,17 @@ class KnowledgeStore:
         ingest_id = uuid.uuid4().hex
         now = utcnow()
         chunks: list[KnowledgeChunk] = []
+        refused: list[RefusedChunk] = []
         seen: set[str] = set()
         for origin, pieces in documents:
             for position, (passage, kind) in enumerate(pieces):
+                secrets = find_secrets(passage.text)
+                if secrets:
+                    refused.append(RefusedChunk(
+                        source=origin, position=position, char_start=passage.char_start, char_end=passage.char_end,
+                        page=passage.page, section=passage.section, kinds=sorted({h.kind for h in secrets})))
+                    self._count_secrets([h.kind for h in secrets])
+                    continue
                 digest = text_hash(passage.text)
                 if digest in seen:
                     continue  # the same passage twice in one ingest is stored once
@@ -378,20 +305,25 @@ class KnowledgeStore:
                     section=passage.section, page=passage.page, added_by=actor, added_at=now,
                     ingest_id=ingest_id,
                 ))
+        if refused:
+            log.warning("knowledge ingest skipped %d chunk(s) holding a secret: %s", len(refused),
+                        "; ".join(f"{r.location()} ({', '.join(r.kinds)})" for r in refused[:10]))
         if not chunks:
+            if refused:
+                return IngestResult(added=[], duplicates=[], refused=refused)
             raise ValueError("nothing to add: the input has no text")
         with self._lock:
             existing = self._collection.existing_ids([c.id for c in chunks])
             fresh = [c for c in chunks if c.id not in existing]
-            duplicates = [_from_row(r) for r in self._collection.get(sorted(existing))] if existing else []
+            duplicates = [from_row(r) for r in self._collection.get(sorted(existing))] if existing else []
             total = len(fresh)
             if progress is not None:
                 progress(0, total)
             if not fresh:
-                return IngestResult(added=[], duplicates=duplicates)
+                return IngestResult(added=[], duplicates=duplicates, refused=refused)
             vectors = self._embed([c.text for c in fresh], progress=progress, total=total)
             self._write(fresh, vectors, actor=actor)
-            return IngestResult(added=fresh, duplicates=duplicates)
+            return IngestResult(added=fresh, duplicates=duplicates, refused=refused)
 
     def _embed(self, texts: list[str], *, progress: Progress | None, total: int) -> np.ndarray:
         parts = []
@@ -404,7 +336,7 @@ class KnowledgeStore:
     def _write(self, chunks: list[KnowledgeChunk], vectors: np.ndarray, *, actor: str) -> None:
         generation = _new_generation()
         entries = _history_entries("add", chunks, actor=actor, group=chunks[0].ingest_id)
-        rows = [StoredRow(id=c.id, document=c.text, metadata=_to_metadata(c), embedding=v)
+        rows = [StoredRow(id=c.id, document=c.text, metadata=to_metadata(c), embedding=v)
                 for c, v in zip(chunks, vectors, strict=True)]
         self._collection.set_generation(generation)
         self._collection.add(rows)  # deletes its own partial writes on failure
@@ -414,7 +346,7 @@ class KnowledgeStore:
         except BaseException:
             ids = [c.id for c in chunks]
             _undo("delete the chunks just written", lambda: self._collection.delete(ids))
-            _undo("unindex the chunks just written", lambda: self._lexical.delete(ids))
+            _undo("unindex the chunks just written", lambda: self._lexical.delete(self._collection.name, ids))
             _undo("drop the audit entries just written",
                   lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
             raise
@@ -436,7 +368,7 @@ class KnowledgeStore:
         self._gate.check()
         query_text = check_text(query, name="query", max_chars=self._max_text_chars)
         limit = check_limit(limit)
-        sources = _check_sources(source)
+        sources = check_sources(source)
         if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
             raise TypeError(f"min_score must be a number, got {type(min_score).__name__}")
         self._maybe_sync()
@@ -453,7 +385,7 @@ class KnowledgeStore:
             vectors = self._collection.embeddings(missing)
             stale = [rid for rid in missing if rid not in vectors]
             if stale:
-                self._lexical.delete(stale)
+                self._lexical.delete(self._collection.name, stale)
                 for rid in stale:
                     del bm25[rid]
             for rid, stored in vectors.items():
@@ -479,7 +411,7 @@ class KnowledgeStore:
             row = rows.get(candidate.record.id)
             if row is None:
                 continue
-            chunk = _from_row(row)
+            chunk = from_row(row)
             if candidate.bm25 is not None:
                 breakdown = breakdown.model_copy(update={"matched_terms": matched_terms(query_text, chunk.text)})
             results.append(KnowledgeHit(chunk=chunk, score=round(score, 6), breakdown=breakdown))
@@ -489,10 +421,10 @@ class KnowledgeStore:
 
     def get(self, chunk_id: str) -> KnowledgeChunk:
         self._gate.check()
-        rows = self._collection.get([_check_id(chunk_id)])
+        rows = self._collection.get([check_chunk_id(chunk_id)])
         if not rows:
             raise KeyError(f"no knowledge with id {chunk_id!r} in namespace {self.namespace!r}")
-        return _from_row(rows[0])
+        return from_row(rows[0])
 
     def list(self, *, source: str | None = None, limit: int = 100, offset: int = 0) -> list[KnowledgeChunk]:
         """Chunks in the order they were added (each document in its own order)."""
@@ -500,7 +432,7 @@ class KnowledgeStore:
         limit = check_limit(limit, maximum=100_000)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
-        chunks = [_from_row(r) for r in self._collection.iterate()]
+        chunks = [from_row(r) for r in self._collection.iterate()]
         if source is not None:
             chunks = [c for c in chunks if c.source == source]
         chunks.sort(key=lambda c: (c.added_at, c.ingest_id or "", c.source or "", c.position, c.id))
@@ -522,7 +454,7 @@ class KnowledgeStore:
     def history(self, chunk_id: str) -> builtins.list[HistoryEntry]:
         """Who added (and removed) a chunk, and when; kept after the chunk is deleted."""
         self._gate.check()
-        raw = self._collection.history_for(_check_id(chunk_id))
+        raw = self._collection.history_for(check_chunk_id(chunk_id))
         if not raw:
             raise KeyError(f"no knowledge with id {chunk_id!r} has any history in namespace {self.namespace!r}")
         # An entry may stand for many chunks; seen from one chunk, it is that chunk's entry.
@@ -533,9 +465,10 @@ class KnowledgeStore:
     def delete(self, chunk_id: str, *, actor: str = "operator", reason: str | None = None) -> KnowledgeChunk:
         """Remove one chunk for every user; returns what was removed. KeyError if unknown."""
         self._gate.check()
+        self._refuse_secrets("this knowledge.delete()", actor=actor, reason=reason)
         with self._lock:
             chunk = self.get(chunk_id)
-            self._remove([chunk], actor=_check_actor(actor), reason=reason)
+            self._remove([chunk], actor=check_actor(actor), reason=reason)
             return chunk
 
     def delete_source(self, source: str, *, actor: str = "operator", reason: str | None = None) -> int:
@@ -543,11 +476,12 @@ class KnowledgeStore:
         self._gate.check()
         if not isinstance(source, str) or not source:
             raise ValueError("source must be a non-empty string, as shown by sources()")
+        self._refuse_secrets("this knowledge.delete_source()", actor=actor, reason=reason)
         with self._lock:
-            doomed = [c for c in (_from_row(r) for r in self._collection.iterate()) if c.source == source]
+            doomed = [c for c in (from_row(r) for r in self._collection.iterate()) if c.source == source]
             if not doomed:
                 raise KeyError(f"no knowledge from source {source!r} in namespace {self.namespace!r}")
-            self._remove(doomed, actor=_check_actor(actor), reason=reason)
+            self._remove(doomed, actor=check_actor(actor), reason=reason)
             return len(doomed)
 
     def clear(self, *, confirm: bool = False, actor: str = "operator") -> int:
@@ -561,9 +495,10 @@ class KnowledgeStore:
                 f"clear() removes all knowledge of namespace {self.namespace!r} for every user; "
                 "call clear(confirm=True) to do it"
             )
-        who = _check_actor(actor)
+        who = check_actor(actor)
+        self._refuse_secrets("this knowledge.clear()", actor=who)
         with self._lock:
-            chunks = [_from_row(r) for r in self._collection.iterate()]
+            chunks = [from_row(r) for r in self._collection.iterate()]
             self._collection.set_generation(_new_generation())
             if chunks:
                 self._collection.add_history(_history_entries("delete", chunks, actor=who, reason="cleared",
@@ -586,7 +521,7 @@ class KnowledgeStore:
             _undo("drop the audit entries of a failed delete",
                   lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
             raise
-        self._lexical.delete(c.id for c in chunks)
+        self._lexical.delete(self._collection.name, (c.id for c in chunks))
         self._lexical.set_watermark(self._collection.name, generation)
 
     # -- policy -----------------------------------------------------------------------------------
@@ -616,7 +551,7 @@ class KnowledgeStore:
             stale = [rid for rid in indexed if rid not in present]
             missing = [rid for rid in present if rid not in indexed]
             if stale:
-                self._lexical.delete(stale)
+                self._lexical.delete(name, stale)
             if missing:
                 rows = self._collection.get(missing)
                 self._lexical.upsert((r.id, name, KNOWLEDGE_OWNER, r.document, 1) for r in rows)
@@ -633,90 +568,11 @@ class KnowledgeStore:
             self.repair()
 
 
-# -- input checks ------------------------------------------------------------------------------
-
-
-def _check_source(source: Any) -> str | None:
-    if source is None:
-        return None
-    if not isinstance(source, str):
-        raise TypeError(f"source must be a string, got {type(source).__name__}")
-    cleaned = source.strip()
-    if not cleaned:
-        raise ValueError("source is empty: name where the knowledge comes from, or leave it out")
-    if len(cleaned) > MAX_SOURCE_CHARS:
-        raise ValueError(f"source is {len(cleaned)} characters; the limit is {MAX_SOURCE_CHARS}")
-    return cleaned
-
-
-def _check_sources(source: Any) -> frozenset[str] | None:
-    if source is None:
-        return None
-    items = [source] if isinstance(source, str) else source
-    if not isinstance(items, Iterable) or not all(isinstance(s, str) and s for s in items):
-        raise TypeError("source must be a source name or a list of them, as shown by sources()")
-    chosen = frozenset(items)
-    if not chosen:
-        raise ValueError("source is an empty list: give at least one source, or leave it out")
-    return chosen
-
-
-def _check_actor(actor: Any) -> str:
-    if not isinstance(actor, str) or not actor.strip():
-        raise ValueError("added_by/actor must be a non-empty string naming the operator")
-    return actor.strip()
-
-
-def _check_progress(progress: Any) -> Progress | None:
-    if progress is not None and not callable(progress):
-        raise TypeError("progress must be a callable taking (done, total)")
-    return progress
-
-
-def _check_path(path: Any) -> Path:
-    if not isinstance(path, (str, Path)) or not str(path).strip():
-        raise TypeError(f"path must be a file path (str or Path), got {path!r}")
-    target = Path(path).expanduser()
-    if not target.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
-    return target
-
-
-def _check_id(chunk_id: Any) -> str:
-    if not isinstance(chunk_id, str) or not chunk_id:
-        raise TypeError(f"knowledge ids are non-empty strings, got {chunk_id!r}")
-    return chunk_id
-
-
-# -- LLM distillation --------------------------------------------------------------------------
-
-
-def _distil_with_llm(llm: Any, passage: str) -> list[str]:
-    """Facts the model finds in one passage; [] when it fails (the passage is then kept as is)."""
-    messages = [
-        {"role": "system", "content": DISTIL_PROMPT},
-        {"role": "user", "content": passage},
-    ]
-    try:
-        answer = complete_json(llm, messages, DISTIL_SCHEMA, name="knowledge_facts")
-    except Exception as exc:
-        log.warning("knowledge distillation failed (%s); keeping the passage as written", exc)
-        return []
-    facts = answer.get("facts")
-    if not isinstance(facts, list):
-        log.warning("knowledge distillation returned no fact list; keeping the passage as written")
-        return []
-    cleaned = []
-    for fact in facts:
-        if isinstance(fact, str) and fact.strip() and len(fact.strip()) <= MAX_FACT_CHARS:
-            cleaned.append(fact.strip())
-    return cleaned
-
-
 __all__ = [
     "KNOWLEDGE_OWNER",
     "IngestResult",
     "KnowledgeChunk",
     "KnowledgeHit",
     "KnowledgeStore",
+    "RefusedChunk",
 ]

@@ -9,6 +9,7 @@ index is repaired from Chroma (see `LexicalIndex.sync`).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import sqlite3
@@ -18,8 +19,14 @@ from dataclasses import dataclass
 from itertools import takewhile
 from pathlib import Path
 
+from . import links as link_table
+from .links import Link
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 COVERAGE_CAP = 5000
+# Okapi bm25's usual constants (FTS5 uses the same).
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 # Function words that carry no topic: leaving them in an OR query makes every record a hit.
 STOPWORDS = frozenset(
@@ -34,9 +41,14 @@ STOPWORDS = frozenset(
 )
 
 
-def owner_token(user_id: str) -> str:
-    """An opaque token for a user, so FTS5 can intersect a user's postings with the query's."""
-    return "u" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
+# 2: rows keyed by (collection, record id); owner tokens carry the namespace.
+SCHEMA_VERSION = 2
+
+
+def owner_token(namespace: str, user_id: str) -> str:
+    """An opaque token for a user of a namespace, so FTS5 can intersect their postings with the query's."""
+    raw = json.dumps([namespace, user_id], ensure_ascii=False)
+    return "u" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def query_terms(text: str) -> list[str]:
@@ -49,20 +61,37 @@ def query_terms(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
+class WordScores:
+    """What a query's words say about a user's records (see `LexicalIndex.word_scores`)."""
+
+    bm25: dict[str, float]
+    coverage: dict[str, float]
+    records: int  # how many records the user has in the index
+
+
+@dataclass(frozen=True)
 class LexicalHit:
     record_id: str
     bm25: float  # higher is better (FTS5's rank negated)
 
 
 class LexicalIndex:
-    """An FTS5 table of record texts keyed by record id, one row per record, owner-tagged."""
+    """An FTS5 table of record texts, one row per (collection, record id), owner-tagged.
 
-    def __init__(self, path: str | Path | None) -> None:
+    One file may serve several namespaces (they share a store path): rows are keyed by collection
+    (whose name carries the namespace) and tagged with an owner token derived from namespace and
+    user, so a search, a stale-row cleanup or a repair in one namespace never sees or touches
+    another's rows.
+    """
+
+    def __init__(self, path: str | Path | None, *, namespace: str = "default") -> None:
         target = ":memory:" if path is None else str(path)
+        self.namespace = namespace
         self._lock = threading.RLock()
         self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._upgrade_schema()
         self._db.executescript(
             """
             CREATE VIRTUAL TABLE IF NOT EXISTS lexical USING fts5(
@@ -70,30 +99,68 @@ class LexicalIndex:
                 tokenize = 'porter unicode61 remove_diacritics 2'
             );
             CREATE TABLE IF NOT EXISTS indexed (
-                record_id TEXT PRIMARY KEY,
+                record_id TEXT NOT NULL,
                 fts_rowid INTEGER NOT NULL,
                 collection TEXT NOT NULL,
-                version INTEGER NOT NULL
+                version INTEGER NOT NULL,
+                session_id TEXT,
+                turn INTEGER,
+                PRIMARY KEY (collection, record_id)
             );
-            CREATE INDEX IF NOT EXISTS indexed_by_collection ON indexed(collection);
+            CREATE INDEX IF NOT EXISTS indexed_by_record ON indexed(record_id);
             CREATE TABLE IF NOT EXISTS sync_state (collection TEXT PRIMARY KEY, watermark REAL NOT NULL);
             """
         )
         self._add_turn_columns()
+        self._db.execute("CREATE INDEX IF NOT EXISTS indexed_by_turn ON indexed(collection, session_id, turn)")
+        self._add_links_table()
+
+    def _upgrade_schema(self) -> None:
+        """An index written before rows were keyed per namespace is dropped: it is a cache, and
+        each namespace's repair on open indexes its own records again."""
+        with self._lock:
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            if version >= SCHEMA_VERSION:
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for table in ("lexical", "indexed", "sync_state", *link_table.TABLES):
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def owner(self, user_id: str) -> str:
+        return owner_token(self.namespace, user_id)
 
     def _add_turn_columns(self) -> None:
         """Where each conversation turn sits, so recall can fetch a match's neighbouring turns by id
         (a Chroma `where` on session and turn scans the metadata of the whole database)."""
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(indexed)")}
-        if "session_id" in columns:
-            return
+        if "session_id" not in columns:
+            self._migrate_and_rebuild([
+                "ALTER TABLE indexed ADD COLUMN session_id TEXT",
+                "ALTER TABLE indexed ADD COLUMN turn INTEGER",
+                "CREATE INDEX IF NOT EXISTS indexed_by_turn ON indexed(collection, session_id, turn)",
+            ])
+
+    def _add_links_table(self) -> None:
+        """Links between a user's records (see `links.py`)."""
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (link_table.TABLES[0],)).fetchone()
+        if not exists:
+            self._migrate_and_rebuild([*(f"DROP TABLE IF EXISTS {t}" for t in link_table.TABLES), *link_table.SCHEMA])
+
+    def _migrate_and_rebuild(self, statements: Sequence[str]) -> None:
+        """Change the schema, and empty the index: what an index from before the change holds lacks
+        what the change adds (turn places, links), so its watermarks are forgotten and the repair
+        on open reads every record again."""
         self._db.execute("BEGIN")
         try:
-            self._db.execute("ALTER TABLE indexed ADD COLUMN session_id TEXT")
-            self._db.execute("ALTER TABLE indexed ADD COLUMN turn INTEGER")
-            self._db.execute("CREATE INDEX IF NOT EXISTS indexed_by_turn ON indexed(collection, session_id, turn)")
-            # An index from before the columns knows no turns: forget its watermarks so the repair
-            # on open reads every record again.
+            for statement in statements:
+                self._db.execute(statement)
             self._db.execute("DELETE FROM lexical")
             self._db.execute("DELETE FROM indexed")
             self._db.execute("DELETE FROM sync_state")
@@ -113,11 +180,13 @@ class LexicalIndex:
             self._db.execute("BEGIN")
             try:
                 for record_id, collection, user_id, text, version in rows:
-                    self._delete_one(record_id)
+                    self._delete_one(collection, record_id)
+                    owner = self.owner(user_id)
                     cursor = self._db.execute(
-                        "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)",
-                        (text, owner_token(user_id), record_id),
+                        "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)", (text, owner, record_id),
                     )
+                    link_table.add_links(self._db, owner=owner, record_id=record_id,
+                                         words=link_table.link_words(text, STOPWORDS))
                     session, turn = turns.get(record_id, (None, None))
                     self._db.execute(
                         "INSERT INTO indexed(record_id, fts_rowid, collection, version, session_id, turn) "
@@ -129,28 +198,36 @@ class LexicalIndex:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def delete(self, record_ids: Iterable[str]) -> None:
+    def delete(self, collection: str, record_ids: Iterable[str]) -> None:
+        """Drop the rows of `record_ids` in one collection (the same id elsewhere is another row)."""
         with self._lock:
             self._db.execute("BEGIN")
             try:
                 for record_id in record_ids:
-                    self._delete_one(record_id)
+                    self._delete_one(collection, record_id)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def _delete_one(self, record_id: str) -> None:
-        row = self._db.execute("SELECT fts_rowid FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
-        if row is not None:
-            self._db.execute("DELETE FROM lexical WHERE rowid = ?", (row[0],))
-            self._db.execute("DELETE FROM indexed WHERE record_id = ?", (record_id,))
+    def _delete_one(self, collection: str, record_id: str) -> None:
+        row = self._db.execute("SELECT fts_rowid FROM indexed WHERE collection = ? AND record_id = ?",
+                               (collection, record_id)).fetchone()
+        if row is None:
+            return
+        indexed = self._db.execute("SELECT body, owner FROM lexical WHERE rowid = ?", (row[0],)).fetchone()
+        if indexed is not None:
+            body, owner = indexed
+            link_table.drop_links(self._db, owner=owner, record_id=record_id,
+                                  words=link_table.link_words(body, STOPWORDS))
+        self._db.execute("DELETE FROM lexical WHERE rowid = ?", (row[0],))
+        self._db.execute("DELETE FROM indexed WHERE collection = ? AND record_id = ?", (collection, record_id))
 
     def drop_collection(self, collection: str) -> None:
         with self._lock:
             ids = [r[0] for r in self._db.execute(
                 "SELECT record_id FROM indexed WHERE collection = ?", (collection,))]
-            self.delete(ids)
+            self.delete(collection, ids)
             self._db.execute("DELETE FROM sync_state WHERE collection = ?", (collection,))
 
     # -- reads --------------------------------------------------------------------------------
@@ -160,7 +237,7 @@ class LexicalIndex:
         if not terms or limit <= 0:
             return []
         # Every term is quoted, so nothing in a query can act as FTS5 syntax.
-        match = "owner : " + owner_token(user_id) + " AND body : (" + " OR ".join(
+        match = "owner : " + self.owner(user_id) + " AND body : (" + " OR ".join(
             '"' + t.replace('"', '""') + '"' for t in terms
         ) + ")"
         with self._lock:
@@ -176,49 +253,79 @@ class LexicalIndex:
 
     def coverage(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP) -> dict[str, float]:
         """For each of the user's records holding a query word: the idf-weighted share of the
-        query's words it holds, 0..1. A record that answers the whole question scores near 1;
-        one sharing only a common word (a name said in every turn) scores near 0.
+        query's words it holds, 0..1 (see `word_scores`)."""
+        return self.word_scores(query, user_id=user_id, cap=cap).coverage
 
-        Document frequencies are the user's own, so one user's vocabulary does not make
-        another's words look rare. A word in more than `cap` records is counted as in `cap`:
-        it is common, its weight is small, and listing every record would cost more than it says.
+    def word_scores(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP) -> WordScores:
+        """bm25 and coverage of each of the user's records holding a query word, with every word
+        weighted by how well it discriminates among the user's own records (its idf there).
+
+        A name said in most of a user's records (their own, a speaker label) is worth almost
+        nothing, however rare it is among everyone else's; FTS5's own bm25 would weigh it by the
+        whole table. Coverage is the idf-weighted share of the query's words a record holds: near
+        1 for a record that answers the whole question, near 0 for one sharing only a common word.
+        bm25 adds how long the record is (a word in a short record says more; lengths in
+        characters, each word counted once: turns rarely repeat a word). A word in more than `cap`
+        records is counted as in `cap`: it is common, its weight small, and listing every record
+        would cost more than it says.
         """
         terms = query_terms(query)
         if not terms:
-            return {}
-        owner = "owner : " + owner_token(user_id)
-        postings: list[frozenset[str]] = []
+            return WordScores({}, {}, 0)
+        token = self.owner(user_id)
+        owner = "owner : " + token
+        postings: list[dict[str, int]] = []
         with self._lock:
             try:
-                total = int(self._db.execute(
-                    "SELECT count(*) FROM lexical WHERE lexical MATCH ?", (owner,)).fetchone()[0])
+                total = self._count(token)
                 for term in terms:
                     rows = self._db.execute(
-                        "SELECT record_id FROM lexical WHERE lexical MATCH ? LIMIT ?",
+                        "SELECT record_id, length(body) FROM lexical WHERE lexical MATCH ? LIMIT ?",
                         (owner + ' AND body : "' + term.replace('"', '""') + '"', cap),
                     ).fetchall()
-                    postings.append(frozenset(r[0] for r in rows))
+                    postings.append(dict(rows))
             except sqlite3.OperationalError:
-                return {}
+                return WordScores({}, {}, 0)
         if total == 0:
-            return {}
+            return WordScores({}, {}, 0)
         # Two forms of one word ("dance", "dancing") match the same records through the porter
         # stemmer: count them once. A word no record holds still counts: the records answer less
         # of the question.
-        kept: list[tuple[str, frozenset[str], float]] = []
+        kept: list[tuple[str, dict[str, int], float]] = []
         for term, found in zip(terms, postings, strict=True):
-            if found and any(found == other and _shared_prefix(term, word) >= 4 for word, other, _ in kept):
+            if found and any(found.keys() == other.keys() and _shared_prefix(term, word) >= 4
+                             for word, other, _ in kept):
                 continue
             df = len(found)
             kept.append((term, found, math.log((total - df + 0.5) / (df + 0.5) + 1.0)))
         whole = sum(weight for _, _, weight in kept)
         if whole <= 0:
-            return {}
+            return WordScores({}, {}, total)
+        lengths = {rid: size for _, found, _ in kept for rid, size in found.items()}
+        mean_length = sum(lengths.values()) / len(lengths) if lengths else 1.0
+        bm25: dict[str, float] = {}
         shares: dict[str, float] = {}
         for _, found, weight in kept:
-            for record_id in found:
+            for record_id, size in found.items():
+                norm = 1.0 - BM25_B + BM25_B * size / max(mean_length, 1.0)
+                bm25[record_id] = bm25.get(record_id, 0.0) + weight * (BM25_K1 + 1.0) / (1.0 + BM25_K1 * norm)
                 shares[record_id] = shares.get(record_id, 0.0) + weight / whole
-        return shares
+        return WordScores(bm25, shares, total)
+
+    def linked(self, seeds: Iterable[str], *, user_id: str, records: int | None = None) -> list[Link]:
+        """The user's records linked to the seeds by a rare word they share (see `links.py`);
+        `records` is how many records the user has, when known (`WordScores.records`)."""
+        owner = self.owner(user_id)
+        with self._lock:
+            try:
+                count = self._count(owner) if records is None else records
+            except sqlite3.OperationalError:
+                return []
+            return link_table.linked(self._db, owner=owner, seeds=seeds, records=count)
+
+    def _count(self, owner: str) -> int:
+        return int(self._db.execute("SELECT count(*) FROM lexical WHERE lexical MATCH ?",
+                                    ("owner : " + owner,)).fetchone()[0])
 
     def turn_ids(self, collection: str, wanted: Mapping[str, Iterable[int]]) -> list[str]:
         """Ids of the records at the given turns of the given sessions (as last indexed)."""
@@ -234,10 +341,11 @@ class LexicalIndex:
                     (collection, session, *numbers))]
         return found
 
-    def collection_of(self, record_id: str) -> str | None:
+    def collections_of(self, record_id: str) -> list[str]:
+        """The collections whose rows carry `record_id` (of any namespace sharing the file)."""
         with self._lock:
-            row = self._db.execute("SELECT collection FROM indexed WHERE record_id = ?", (record_id,)).fetchone()
-        return None if row is None else str(row[0])
+            return [str(r[0]) for r in self._db.execute(
+                "SELECT collection FROM indexed WHERE record_id = ?", (record_id,))]
 
     def versions(self, collection: str) -> dict[str, int]:
         with self._lock:

@@ -57,7 +57,7 @@ class LexicalSync:
             stale_ids = [rid for rid in indexed if rid not in present]
         todo = [r for r in records if indexed.get(r.id) != r.version]
         if stale_ids:
-            self._lexical.delete(stale_ids)
+            self._lexical.delete(collection, stale_ids)
         self._records.index(todo)
         if records:
             self._lexical.set_watermark(collection, max(r.updated_at.timestamp() for r in records))

@@ -30,6 +30,7 @@ from .conversations import Conversations
 from .embeddings import Embedder, resolve_embedder
 from .gate import OpenGate
 from .history import HistoryEntry
+from .identity import recognise
 from .intake import Intake
 from .knowledge import KnowledgeStore
 from .lexical import LexicalIndex
@@ -51,7 +52,7 @@ from .scopes import ROOT
 from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, RunCollection, make_persistent_client
-from .validation import MAX_TEXT_CHARS
+from .validation import MAX_TEXT_CHARS, check_optional_str
 from .views import MemoryView
 from .write_pipeline import WritePipeline, describe_queued
 from .writer import BackgroundWriteError, BackgroundWriter
@@ -90,6 +91,7 @@ class Memory:
         checked_llm = check_llm(llm)
         initial_policy = coerce_policy(policy) if policy is not None else None
         self.namespace = namespace.strip()
+        check_optional_str(self.namespace, name="namespace")
         self._temporary: Path | None = None
         self._lock_handle = None
         if client is None:
@@ -117,9 +119,11 @@ class Memory:
         self._gate = OpenGate()
         self._store = ChromaStore(client, self.namespace)
         self._store.check_embedder(self.embedder.name, int(self.embedder.dimension))
-        self._lexical = LexicalIndex(lexical_file)
-        self._records = RecordWriter(self._store, self._lexical, lambda texts: self.embedder.embed(texts))
-        self._writer = BackgroundWriter()
+        self._lexical = LexicalIndex(lexical_file, namespace=self.namespace)
+        self._intake = Intake(namespace=self.namespace, stats=self.stats, max_text_chars=max_text_chars)
+        self._records = RecordWriter(self._store, self._lexical, lambda texts: self.embedder.embed(texts),
+                                     admit=self._intake.admit)
+        self._writer = BackgroundWriter(must_not_hold=self._records.lock.held)
         self._wire()
         self.repair()
         if initial_policy is not None:
@@ -132,7 +136,6 @@ class Memory:
         store, lexical, records, writer = self._store, self._lexical, self._records, self._writer
         single_writer = self.mode == "embedded"
         self._policy = NamespacePolicy(store, self.namespace, records.lock)
-        self._intake = Intake(namespace=self.namespace, stats=self.stats, max_text_chars=self.max_text_chars)
         self._sync = LexicalSync(store, lexical, records, single_writer=single_writer)
         self._pipeline = WritePipeline(records, thresholds_for(self.embedder.name), embedder=embedder, llm=llm,
                                        stats=self.stats)
@@ -150,7 +153,8 @@ class Memory:
         self._retained = RetainedRegistry(store, built_in=[self.runs])
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
                                       reader=self._reader, retained=self._retained,
-                                      max_text_chars=self.max_text_chars)
+                                      max_text_chars=self.max_text_chars,
+                                      refuse_secrets=self._intake.refuse_secret_fields)
         self._organisation = Organisation(self._reader.list, namespace=self.namespace, mode=self.mode,
                                           embedder=embedder)
         self._notes = NoteStore(
@@ -275,7 +279,9 @@ class Memory:
         None when safety refused it (see `stats`): a secret, always; a sensitive category the policy
         excludes, when the model stored it (`source_kind="remember_tool"`). A contradicted older
         fact is invalidated and linked to this one. Raises PolicyError when the namespace's memory
-        mode is off. `ttl_seconds=None` uses the policy's.
+        mode is off, and SecretRefusedError (a ValueError naming the field) when a field other than
+        the text (metadata, source, session_id, categories, scope, actor) holds a secret: nothing
+        is written. `ttl_seconds=None` uses the policy's.
         """
         self._gate.check()
         policy = self._policy.require_writes("remember()")
@@ -283,11 +289,13 @@ class Memory:
             [text], policy=policy, user_id=user_id, scope=scope, categories=categories, importance=importance,
             author=author, source_kind=source_kind, session_id=session_id, turn=turn, private=private,
             source=source, metadata=metadata, ttl_seconds=ttl_seconds, kind=kind, created_at=created_at,
+            actor=actor,
         )
+        who = self._intake.actor(actor, author)
         if not prepared:
             return None
         self._writer.drain()
-        stored = self._pipeline.persist_new(prepared, actor=actor or author)
+        stored = self._pipeline.persist_new(prepared, actor=who)
         return stored[0] if stored else None
 
     def remember_many(self, texts: Iterable[str], **options: Any) -> builtins.list[str]:
@@ -304,7 +312,9 @@ class Memory:
             return []
         policy = self._policy.require_writes("remember_many()")
         actor = options.pop("actor", None)
-        prepared = self._intake.prepare(items, policy=policy, **options)
+        if actor is not None:
+            actor = self._intake.actor(actor, "")
+        prepared = self._intake.prepare(items, policy=policy, actor=actor, call="remember_many()", **options)
         if not prepared:
             return []
         first = prepared[0]
@@ -490,7 +500,8 @@ class Memory:
         """Every user with records in this namespace (an operator call)."""
         self._gate.check()
         self._writer.drain()
-        return self._store.users()
+        # Owners mnemic made (anonymous sessions, store namespaces) come back usable, for erasure.
+        return [recognise(user_id) for user_id in self._store.users()]
 
     # -- notes and knowledge ----------------------------------------------------------------------
 
@@ -512,7 +523,8 @@ class Memory:
                     namespace=self.namespace, client=self._store.client, lexical=self._lexical, gate=self._gate,
                     embedder=lambda: self.embedder, llm=lambda: self.llm, weights=lambda: self.weights,
                     policy=lambda **context: self.effective_policy(**context), max_text_chars=self.max_text_chars,
-                    single_writer=self.mode == "embedded")
+                    single_writer=self.mode == "embedded", refuse_secrets=self._intake.refuse_secret_fields,
+                    count_secrets=self.stats.add_secrets)
             return self._knowledge_store
 
     # -- repair -----------------------------------------------------------------------------------

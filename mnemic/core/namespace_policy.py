@@ -7,7 +7,6 @@ second server worker) applies at once; see `policy.py` for what a policy says.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,13 +20,14 @@ from .policy import (
     dump_policy,
     load_policy,
 )
+from .record_writer import RecordLock
 from .store import ChromaStore
 
 log = logging.getLogger("mnemic")
 
 
 class NamespacePolicy:
-    def __init__(self, store: ChromaStore, namespace: str, lock: threading.RLock) -> None:
+    def __init__(self, store: ChromaStore, namespace: str, lock: RecordLock) -> None:
         self._store = store
         self._namespace = namespace
         # The record lock: a policy change waits for a write batch in progress, never interleaves.

@@ -39,11 +39,11 @@ from .namespace_policy import NamespacePolicy
 from .ranking import Candidate, RecallWeights, fuse
 from .record_writer import RecordWriter
 from .records import MemoryRecord, text_hash, utcnow
-from .safety import find_secrets, sensitive_category
+from .safety import secret_fields, sensitive_category
 from .scopes import ROOT, normalise_scope
 from .stats import WriteStats
 from .store import ChromaStore
-from .validation import check_text, check_ttl, check_user_id
+from .validation import check_name, check_optional_str, check_text, check_ttl, check_user_id
 
 log = logging.getLogger("mnemic.notes")
 
@@ -53,6 +53,9 @@ DATA_FIELD = "note_data"
 INDEXED_FIELD = "note_indexed"
 TTL_FIELD = "note_ttl"
 _PAGE = 1000
+MAX_KEY_CHARS = 1_000
+# A note's data is kept in its record's metadata, as JSON.
+MAX_DATA_CHARS = 256_000
 
 
 class NoteRefusedError(ValueError):
@@ -84,19 +87,6 @@ def _dump(data: Any) -> str:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"a note's data must be JSON-serialisable (dicts, lists, strings, numbers, "
                         f"booleans, None): {exc}") from None
-
-
-def _flatten(data: Any, path: str = "") -> Iterable[str]:
-    """Data as "key: value" lines, the shape secret detection reads ({"password": "x"} in JSON
-    form hides the "password: x" it looks for)."""
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from _flatten(value, str(key))
-    elif isinstance(data, (list, tuple)):
-        for value in data:
-            yield from _flatten(value, path)
-    elif data is not None:
-        yield f"{path}: {data}" if path else str(data)
 
 
 def _note(record: MemoryRecord) -> Note | None:
@@ -171,9 +161,13 @@ class NoteStore:
         owner = check_user_id(user_id)
         if not isinstance(key, str) or not key:
             raise TypeError(f"a note key is a non-empty string, got {key!r}")
+        check_optional_str(key, name="key", max_chars=MAX_KEY_CHARS)
         body = check_text(text[:self._max_text_chars] if isinstance(text, str) else text)
         payload = _dump(data)
-        self._screen(body, "\n".join(_flatten(data)), exclude_sensitive=screen_sensitive and policy.exclude_sensitive)
+        check_optional_str(payload, name="the note's data (as JSON)", max_chars=MAX_DATA_CHARS)
+        who = check_name(actor, name="actor") if actor is not None else author
+        self._screen(body, {"key": key, "data": data, "scope": scope, "actor": who},
+                     exclude_sensitive=screen_sensitive and policy.exclude_sensitive)
         refreshable = check_ttl(ttl_seconds)
         now = utcnow()
         lifetime = refreshable or (policy.ttl_seconds or None)
@@ -200,24 +194,24 @@ class NoteStore:
                 version=version,
             )
             if before is None:
-                records.insert(owner, [record], self._embedder().embed([body]), actor=actor or author,
+                records.insert(owner, [record], self._embedder().embed([body]), actor=who,
                                details=[{"note_key": key}])
             else:
                 # Re-embedded only when the text changed: an unchanged text keeps its stored vector.
-                records.update(before, record, action="update", actor=actor or author, reason=None,
+                records.update(before, record, action="update", actor=who, reason=None,
                                reembed=before.text != body, details={"note_key": key})
         return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable)
 
-    def _screen(self, text: str, fields: str, *, exclude_sensitive: bool) -> None:
+    def _screen(self, text: str, fields: dict[str, Any], *, exclude_sensitive: bool) -> None:
         stats = self._stats
-        # The text is drawn from the data, so the two usually hold the same secret: count it once.
-        hits = max(find_secrets(text), find_secrets(fields), key=len)
-        if hits:
-            kinds = sorted({h.kind for h in hits})
-            stats.add_secrets([h.kind for h in hits])
+        found = secret_fields({"text": text, **fields}, identifiers=("key",))
+        if found:
+            # The text is drawn from the data, so the two usually hold the same secret: count it once.
+            kinds = max(found.values(), key=len)
+            stats.add_secrets(kinds)
             raise NoteRefusedError(
-                f"mnemic refused to store this item: it holds what looks like a secret ({', '.join(kinds)}), "
-                "and memory never stores secrets. Nothing was written."
+                f"mnemic refused to store this item: {', '.join(found)} holds what looks like a secret "
+                f"({', '.join(sorted(set(kinds)))}), and memory never stores secrets. Nothing was written."
             )
         if exclude_sensitive:
             category = sensitive_category(text)

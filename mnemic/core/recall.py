@@ -4,10 +4,13 @@
    evaluates a metadata filter against every record in the database, not just this collection
    (~100 ms at 100k records), so the pool is over-fetched and filtered in Python, widening only
    when records that may not be served crowd the top.
-2. Words: FTS5 bm25 and coverage for every record sharing a query word; only the most promising
-   records the dense side missed are read from Chroma (a read costs ~0.2-0.4 ms of metadata).
-3. Conversation: the turns around the best matches, which often hold the answer to what those
-   turns asked in words of their own (worth ~3 points of LoCoMo recall@10).
+2. Words: bm25 and coverage, with each word weighted by how well it singles records out among the
+   user's own records, for every record sharing a query word (FTS5 finds them); only the most
+   promising records the dense side missed are read from Chroma (~0.2-0.4 ms of metadata each).
+3. Related: the turns around the best matches, which often hold the answer to what those turns
+   asked in words of their own (worth ~3 points of LoCoMo recall@10), and the records linked to
+   the strongest matches by a rare word that is not a query word (`links.py`): evidence told
+   over turns that share a name but not the question's words.
 
 The words side needs no query vector, so it runs on a helper thread while the query is embedded
 and the dense side queried: FTS5 and Chroma's reads release the GIL, and embedding one query keeps
@@ -33,6 +36,7 @@ import numpy as np
 
 from . import ranking
 from .lexical import LexicalIndex, matched_terms
+from .links import Link
 from .ranking import Candidate, RecallWeights, fuse, own_relevance, query_time_window
 from .records import MemoryMatch, MemoryRecord
 from .store import ChromaStore, StoredRow
@@ -55,6 +59,7 @@ class _WordSide:
     bm25: dict[str, float]
     coverage: dict[str, float]
     ranked: list[str]  # every record sharing a query word, most promising first
+    records: int  # how many records the user has
     requested: set[str] = field(default_factory=set)  # ids already asked of Chroma
     read: dict[str, tuple[StoredRow, MemoryRecord]] = field(default_factory=dict)
 
@@ -65,6 +70,10 @@ def _probe_count(limit: int) -> int:
 
 def _dense_pool(limit: int) -> int:
     return max(limit * 2, ranking.DENSE_POOL)
+
+
+def _link_reads(limit: int) -> int:
+    return max(limit * 2, ranking.LINK_READS)
 
 
 def _read_ahead_count(limit: int) -> int:
@@ -101,8 +110,8 @@ class RecallPipeline:
         candidates = self._dense(request, vector)
         words = self._outcome(words_job, lambda: self._word_side(request, weights))
         self._add_word_matches(request, vector, candidates, words)
-        self._add_neighbours(request, vector, candidates, words, weights)
-        return self._ranked(request, candidates, weights)
+        links = self._add_related(request, vector, candidates, words, weights)
+        return self._ranked(request, candidates, weights, links)
 
     def _in_background(self, work: Callable[[], T]) -> Future[T]:
         with self._helper_lock:
@@ -144,11 +153,10 @@ class RecallPipeline:
             fetch *= 4
 
     def _word_side(self, request: RecallRequest, weights: RecallWeights) -> _WordSide:
-        # bm25 for every record sharing a word (FTS5 scores them all to sort anyway): a record that
-        # only context lifts into the results still needs its own lexical relevance.
-        hits = self.lexical.search(request.query, user_id=request.owner, limit=ranking.LEXICAL_HITS)
-        bm25 = {h.record_id: h.bm25 for h in hits}
-        coverage = self.lexical.coverage(request.query, user_id=request.owner)
+        # bm25 and coverage for every record sharing a word, weighted within the user's records: a
+        # record that only context or a link lifts into the results still needs its own relevance.
+        scores = self.lexical.word_scores(request.query, user_id=request.owner)
+        bm25, coverage = scores.bm25, scores.coverage
 
         def promise(record_id: str) -> float:
             bm = bm25.get(record_id) or 0.0
@@ -156,7 +164,7 @@ class RecallPipeline:
                     + weights.coverage * coverage.get(record_id, 0.0))
 
         ranked = sorted(dict.fromkeys([*bm25, *coverage]), key=promise, reverse=True)
-        words = _WordSide(bm25=bm25, coverage=coverage, ranked=ranked)
+        words = _WordSide(bm25=bm25, coverage=coverage, ranked=ranked, records=scores.records)
         self._read(request, words, ranked[:_read_ahead_count(request.limit)])
         return words
 
@@ -167,7 +175,8 @@ class RecallPipeline:
         rows = self.store.get(request.owner, ids=ids, embeddings=True)
         stale = set(ids) - {row.id for row in rows}
         if stale:
-            self.lexical.delete(sorted(stale))  # the cache outlived a record: repair it on the way
+            # The cache outlived a record: repair it on the way.
+            self.lexical.delete(self.store.collection_name(request.owner), sorted(stale))
         for row in rows:
             words.read[row.id] = (row, self.record_of(row))
 
@@ -188,23 +197,26 @@ class RecallPipeline:
             if found is not None:
                 candidates[rid] = found
 
-    def _add_neighbours(self, request: RecallRequest, vector: np.ndarray, candidates: dict[str, Candidate],
-                        words: _WordSide, weights: RecallWeights) -> None:
-        present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
-        in_turns = [c for c in candidates.values() if c.record.session_id is not None and c.record.turn is not None]
-        seeds = heapq.nlargest(ranking.NEIGHBOUR_SEEDS, in_turns, key=lambda c: own_relevance(c, weights))
-        wanted: dict[str, set[int]] = {}
-        for seed in seeds:
-            session, turn = seed.record.session_id, seed.record.turn
-            assert session is not None and turn is not None
-            for step in range(-ranking.NEIGHBOUR_REACH, ranking.NEIGHBOUR_REACH + 1):
-                if step and (session, turn + step) not in present:
-                    wanted.setdefault(session, set()).add(turn + step)
-        if not wanted:
-            return
-        # By id, through the lexical index's turn table: a `where` on session and turn would make
-        # Chroma scan the metadata of every record in the database (~60 ms at 40k records).
-        ids = self.lexical.turn_ids(self.store.collection_name(request.owner), wanted)
+    def _add_related(self, request: RecallRequest, vector: np.ndarray, candidates: dict[str, Candidate],
+                     words: _WordSide, weights: RecallWeights) -> dict[str, list[Link]]:
+        """Add the turns around the best matches and the records linked to the strongest ones, in
+        one read; returns the links found, by the record they reach."""
+        ranked = sorted(candidates.values(), key=lambda c: own_relevance(c, weights), reverse=True)
+        ids = self._neighbour_ids(request, candidates, ranked)
+        links: dict[str, list[Link]] = {}
+        if weights.links:
+            own = {c.record.id: own_relevance(c, weights) for c in ranked[:ranking.LINK_SEEDS]}
+            for link in self.lexical.linked([rid for rid, score in own.items() if score > 0],
+                                            user_id=request.owner, records=words.records):
+                if matched_terms(request.query, link.term):
+                    continue  # a query word: the records holding it are word matches already
+                links.setdefault(link.record_id, []).append(link)
+            # Only the records the strongest links reach are read (each read costs ~0.25 ms, and
+            # five seeds reach ~50 records on LoCoMo): a weak link cannot lift a record far.
+            reach = {rid: max(own[link.via] * link.specificity for link in found)
+                     for rid, found in links.items() if rid not in candidates}
+            ids += heapq.nlargest(_link_reads(request.limit), reach, key=lambda rid: (reach[rid], rid))
+        ids = list(dict.fromkeys(ids))
         already_read = [words.read[rid] for rid in ids if rid in words.read]
         unread = [rid for rid in ids if rid not in words.read]
         fetched = self.store.get(request.owner, ids=unread, embeddings=True) if unread else []
@@ -216,13 +228,32 @@ class RecallPipeline:
                                     coverage=words.coverage.get(row.id, 0.0))
             if found is not None:
                 candidates[found.record.id] = found
+        return links
 
-    def _ranked(self, request: RecallRequest, candidates: dict[str, Candidate],
-                weights: RecallWeights) -> list[MemoryMatch]:
+    def _neighbour_ids(self, request: RecallRequest, candidates: dict[str, Candidate],
+                       ranked: list[Candidate]) -> list[str]:
+        present = {(c.record.session_id, c.record.turn) for c in candidates.values()}
+        in_turns = [c for c in ranked if c.record.session_id is not None and c.record.turn is not None]
+        wanted: dict[str, set[int]] = {}
+        for seed in in_turns[:ranking.NEIGHBOUR_SEEDS]:
+            session, turn = seed.record.session_id, seed.record.turn
+            assert session is not None and turn is not None
+            for step in range(-ranking.NEIGHBOUR_REACH, ranking.NEIGHBOUR_REACH + 1):
+                if step and (session, turn + step) not in present:
+                    wanted.setdefault(session, set()).add(turn + step)
+        if not wanted:
+            return []
+        # By id, through the lexical index's turn table: a `where` on session and turn would make
+        # Chroma scan the metadata of every record in the database (~60 ms at 40k records).
+        return self.lexical.turn_ids(self.store.collection_name(request.owner), wanted)
+
+    def _ranked(self, request: RecallRequest, candidates: dict[str, Candidate], weights: RecallWeights,
+                links: dict[str, list[Link]]) -> list[MemoryMatch]:
         matches: list[MemoryMatch] = []
         seen_hashes: set[str] = set()
         window = query_time_window(request.query)
-        for score, candidate, breakdown in fuse(list(candidates.values()), weights, request.now, window=window):
+        fused = fuse(list(candidates.values()), weights, request.now, window=window, links=links)
+        for score, candidate, breakdown in fused:
             if score < request.min_score or candidate.record.hash in seen_hashes:
                 continue
             seen_hashes.add(candidate.record.hash)

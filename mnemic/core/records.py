@@ -100,6 +100,11 @@ class ScoreBreakdown(BaseModel):
     recency: float = 0.0
     importance: float = 0.0
     context: float = 0.0
+    # Share of a strong match this record is linked to by a rare word they share.
+    linked: float = 0.0
+    linked_via: str | None = None
+    linked_to: str | None = None  # the id of that match
+    linked_to_text: str | None = None  # the start of its text, for the explanation
     cosine: float | None = None
     bm25: float | None = None
     matched_terms: list[str] = Field(default_factory=list)
@@ -114,6 +119,8 @@ class ScoreBreakdown(BaseModel):
         ]
         if self.context:
             parts.append(f"conversation context {self.context:.2f}")
+        if self.linked:
+            parts.append(f"linked {self.linked:.2f} (via {self.linked_via!r} to {self.linked_to_text!r})")
         return " + ".join(parts)
 
 

@@ -114,6 +114,12 @@ class RecordReader:
     def get(self, record_id: str) -> MemoryRecord:
         (record_id,) = check_ids([record_id])
         self._writer.drain()
+        return self.current(record_id)
+
+    def current(self, record_id: str) -> MemoryRecord:
+        """A record as stored now, without waiting for queued writes: for a change that drained
+        before it took the record lock (see RecordLock). KeyError if unknown."""
+        (record_id,) = check_ids([record_id])
         found = self.locate(record_id)
         if found is None:
             raise KeyError(f"no memory with id {record_id!r} in namespace {self._namespace!r}")
@@ -121,9 +127,8 @@ class RecordReader:
 
     def locate(self, record_id: str) -> MemoryRecord | None:
         """A record by id in whichever user's collection holds it, or None."""
-        hint = self._lexical.collection_of(record_id)
-        if hint is not None:
-            row = self._store.get_in(hint, record_id)
+        for hint in self._lexical.collections_of(record_id):
+            row = self._store.get_in(hint, record_id)  # None for another namespace's collection
             if row is not None:
                 return self._records.decode(row)
         for user_id in self._store.users():

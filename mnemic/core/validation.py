@@ -1,22 +1,66 @@
 """Checks on caller input. Each error names the argument, what was wrong and what would be right,
-and is raised before anything is written, so bad input never changes what is stored."""
+and is raised before anything is written, so bad input never changes what is stored.
+
+Every string that is stored must be valid Unicode without NUL characters (a lone surrogate makes
+Chroma fail halfway through a write; NUL truncates text in SQLite's C layer) and fit its limit:
+
+- text (remember, update, notes) and queries: MAX_TEXT_CHARS (16,000), or the Memory's max_text_chars
+- reason (invalidate, update, delete): MAX_REASON_CHARS (2,000); source: MAX_SOURCE_CHARS (1,000)
+- user_id, session_id, actor, namespace, record ids: MAX_NAME_CHARS (256)
+- categories: at most MAX_CATEGORIES (32), each at most MAX_CATEGORY_CHARS (64)
+- metadata: at most MAX_METADATA_KEYS (32) keys of up to 64 characters; string values up to
+  MAX_METADATA_VALUE_CHARS (4,000); numbers finite, integers within 64 bits
+- ttl_seconds: 0 (never) or up to MAX_TTL_SECONDS (100 years); turn: a 64-bit integer
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from .identity import InternalUserId, reserved_prefix
+
 MAX_TEXT_CHARS = 16_000
-MAX_USER_ID_CHARS = 256
+MAX_REASON_CHARS = 2_000
+MAX_SOURCE_CHARS = 1_000
+MAX_NAME_CHARS = 256
+MAX_USER_ID_CHARS = MAX_NAME_CHARS
 MAX_CATEGORY_CHARS = 64
+MAX_CATEGORIES = 32
+MAX_METADATA_KEYS = 32
+MAX_METADATA_VALUE_CHARS = 4_000
+MAX_TTL_SECONDS = 100 * 365.25 * 86_400
+_INT64 = 2**63
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_clean(value: str, *, name: str) -> str:
+    """`value` if it is text every store can keep: valid Unicode (no lone surrogate), no NUL."""
+    if "\x00" in value:
+        raise ValueError(f"{name} contains a NUL character (\\x00) at position {value.index(chr(0))}; remove it")
+    found = None if value.isascii() else _SURROGATE.search(value)
+    if found is not None:
+        raise ValueError(
+            f"{name} contains a lone surrogate (\\u{ord(found.group()):04x}) at position {found.start()}: "
+            "it is not valid Unicode text. Decode the input properly (e.g. bytes.decode(errors='replace'))."
+        )
+    return value
+
+
+def scrub(text: str) -> str:
+    """Text from a conversation or a model made storable: lone surrogates become U+FFFD, NUL goes.
+    (Caller arguments are refused instead, by check_clean: they can be fixed at the source.)"""
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
 
 def check_text(text: Any, *, name: str = "text", max_chars: int = MAX_TEXT_CHARS) -> str:
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a string, got {type(text).__name__}")
+    check_clean(text, name=name)
     stripped = text.strip()
     if not stripped:
         raise ValueError(f"{name} is empty: give the statement to remember")
@@ -29,6 +73,10 @@ def check_text(text: Any, *, name: str = "text", max_chars: int = MAX_TEXT_CHARS
 
 
 def check_user_id(user_id: Any) -> str:
+    """A caller's user id, stripped. Ids under a prefix mnemic reserves for owners it makes itself
+    (see identity.py) are refused, unless mnemic made them (an InternalUserId)."""
+    if isinstance(user_id, InternalUserId):
+        return user_id
     if not isinstance(user_id, str):
         raise TypeError(f"user_id must be a string, got {type(user_id).__name__}")
     cleaned = user_id.strip()
@@ -36,6 +84,13 @@ def check_user_id(user_id: Any) -> str:
         raise ValueError("user_id is empty: every memory belongs to one user")
     if len(cleaned) > MAX_USER_ID_CHARS:
         raise ValueError(f"user_id is {len(cleaned)} characters; the limit is {MAX_USER_ID_CHARS}")
+    check_clean(cleaned, name="user_id")
+    prefix = reserved_prefix(cleaned)
+    if prefix is not None:
+        raise ValueError(
+            f"user_id {cleaned[:60]!r} starts with {prefix!r}, which mnemic reserves for owners it makes "
+            f"itself (anonymous sessions, store namespaces that name no user, erased records); "
+            f"use a user id without that prefix")
     return cleaned
 
 
@@ -50,13 +105,15 @@ def check_categories(categories: Any) -> list[str]:
     for item in categories:
         if not isinstance(item, str):
             raise TypeError(f"categories must hold strings, got {type(item).__name__}")
-        value = item.strip()
+        value = check_clean(item, name="a category").strip()
         if not value:
             raise ValueError("categories holds an empty string")
         if len(value) > MAX_CATEGORY_CHARS:
             raise ValueError(f"category {value[:20]!r}… is longer than {MAX_CATEGORY_CHARS} characters")
         if value not in cleaned:
             cleaned.append(value)
+        if len(cleaned) > MAX_CATEGORIES:
+            raise ValueError(f"categories holds more than {MAX_CATEGORIES} names, the limit; keep the ones that matter")
     return cleaned
 
 
@@ -76,12 +133,29 @@ def check_choice(value: Any, *, name: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
-def check_optional_str(value: Any, *, name: str) -> str | None:
+def check_optional_str(value: Any, *, name: str, max_chars: int = MAX_NAME_CHARS) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, got {type(value).__name__}")
-    return value
+    if len(value) > max_chars:
+        raise ValueError(f"{name} is {len(value)} characters; the limit is {max_chars}")
+    return check_clean(value, name=name)
+
+
+def check_name(value: Any, *, name: str) -> str:
+    """A short non-empty label that is stored (an actor, an author of a change)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string naming who acts, got {value!r}")
+    checked = check_optional_str(value.strip(), name=name)
+    assert checked is not None
+    return checked
+
+
+def check_reason(value: Any, *, required: bool = False) -> str | None:
+    if value is None and not required:
+        return None
+    return check_text(value, name="reason", max_chars=MAX_REASON_CHARS)
 
 
 def check_turn(turn: Any) -> int | None:
@@ -89,6 +163,8 @@ def check_turn(turn: Any) -> int | None:
         return None
     if isinstance(turn, bool) or not isinstance(turn, int):
         raise TypeError(f"turn must be an integer, got {type(turn).__name__}")
+    if not -_INT64 <= turn < _INT64:
+        raise ValueError(f"turn {turn} does not fit in 64 bits")
     return turn
 
 
@@ -97,6 +173,8 @@ def check_metadata(metadata: Any) -> dict[str, str | int | float | bool]:
         return {}
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
+    if len(metadata) > MAX_METADATA_KEYS:
+        raise ValueError(f"metadata has {len(metadata)} keys; the limit is {MAX_METADATA_KEYS}")
     cleaned: dict[str, str | int | float | bool] = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or not _META_KEY.match(key):
@@ -107,6 +185,12 @@ def check_metadata(metadata: Any) -> dict[str, str | int | float | bool]:
             raise TypeError(
                 f"metadata[{key!r}] is {type(value).__name__}; values must be str, int, float or bool"
             )
+        if isinstance(value, str):
+            check_optional_str(value, name=f"metadata[{key!r}]", max_chars=MAX_METADATA_VALUE_CHARS)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"metadata[{key!r}] is {value}; numbers must be finite")
+        elif isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
+            raise ValueError(f"metadata[{key!r}] is {value}, which does not fit in 64 bits")
         cleaned[key] = value
     return cleaned
 
@@ -116,8 +200,10 @@ def check_ttl(ttl_seconds: Any) -> float | None:
         return None
     if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float)):
         raise TypeError(f"ttl_seconds must be a number of seconds, got {type(ttl_seconds).__name__}")
-    if ttl_seconds < 0:
-        raise ValueError(f"ttl_seconds must be 0 (never expires) or positive, got {ttl_seconds}")
+    if not math.isfinite(ttl_seconds) or not 0 <= ttl_seconds <= MAX_TTL_SECONDS:
+        raise ValueError(
+            f"ttl_seconds must be 0 (never expires) or a positive number of seconds up to "
+            f"{MAX_TTL_SECONDS:.0f} (100 years), got {ttl_seconds}")
     return float(ttl_seconds) or None
 
 
@@ -136,10 +222,17 @@ def check_older_than(value: Any) -> datetime | None:
     now = datetime.now(timezone.utc)
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    if isinstance(value, timedelta):
-        return now - value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return now - timedelta(seconds=float(value))
+    try:
+        if isinstance(value, timedelta):
+            return now - value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise OverflowError
+            return now - timedelta(seconds=float(value))
+    except OverflowError:
+        raise ValueError(
+            f"older_than={value!r} reaches before the year 1: give a datetime, or a shorter timedelta "
+            "or number of seconds") from None
     raise TypeError("older_than must be a datetime, a timedelta or a number of seconds")
 
 
@@ -152,5 +245,7 @@ def check_ids(ids: Any) -> list[str]:
     for item in ids:
         if not isinstance(item, str) or not item:
             raise TypeError(f"record ids are non-empty strings, got {item!r}")
-        cleaned.append(item)
+        if len(item) > MAX_NAME_CHARS:
+            raise ValueError(f"record id {item[:40]!r}... is {len(item)} characters; ids are at most {MAX_NAME_CHARS}")
+        cleaned.append(check_clean(item, name="record id"))
     return cleaned

@@ -64,8 +64,15 @@ class BackgroundWriteError(RuntimeError):
         )
 
 
+class LockOrderError(RuntimeError):
+    """A wait for queued writes was made while holding a lock those writes need (it would hang)."""
+
+
 class BackgroundWriter:
-    def __init__(self, name: str = "mnemic-writer") -> None:
+    def __init__(self, name: str = "mnemic-writer", *, must_not_hold: Callable[[], bool] | None = None) -> None:
+        # Says whether the calling thread holds a lock that queued jobs take (see RecordLock):
+        # waiting for them then would never end, so such a wait raises instead.
+        self._must_not_hold = must_not_hold
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._pending: set[Future[Any]] = set()
         # Reentrant: a future that is already done runs its callback (which locks) on the spot.
@@ -136,9 +143,21 @@ class BackgroundWriter:
         with self._lock:
             self._pending.discard(future)
 
+    def _check_may_wait(self) -> None:
+        if self._must_not_hold is not None and self._must_not_hold():
+            raise LockOrderError(
+                "mnemic lock order broken: waited for queued writes while holding the record lock "
+                "(the writes need that lock, so this would hang). Drain first, then lock.")
+
+    def result(self, future: Future[Any], timeout: float | None = None) -> Any:
+        """Wait for a queued job's result (under the same rule as `drain`)."""
+        self._check_may_wait()
+        return future.result(timeout)
+
     def drain(self, timeout: float | None = None) -> None:
         if threading.current_thread().name.startswith("mnemic-writer"):
             return  # a job that reads must not wait for itself
+        self._check_may_wait()
         with self._lock:
             pending = list(self._pending)
         for future in pending:

@@ -62,6 +62,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from ...core.identity import NAMESPACE_OWNER_PREFIX, namespace_owner_id
 from ...core.notes import Note
 from ...core.scopes import MAX_SCOPE_DEPTH, MAX_SCOPE_LENGTH
 from ...core.validation import MAX_USER_ID_CHARS
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemic.langgraph")
 
 SCOPE_ROOT = "langgraph"
-PSEUDO_USER_PREFIX = "langgraph-ns:"
+PSEUDO_USER_PREFIX = NAMESPACE_OWNER_PREFIX
 FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _KEEP = re.compile(r"[\w@:+-]", re.UNICODE)
 _MAX_SEGMENT = 128
@@ -206,7 +207,7 @@ class MnemicStore(BaseStore):
         raw = json.dumps(list(ns), ensure_ascii=False)
         if len(PSEUDO_USER_PREFIX) + len(raw) > MAX_USER_ID_CHARS:
             raw = hashlib.sha256(raw.encode("utf-8")).hexdigest()
-        return PSEUDO_USER_PREFIX + raw
+        return namespace_owner_id(raw)
 
     def scope_for(self, namespace: Sequence[str]) -> str:
         """The scope path of a namespace (or of a prefix: its subtree holds exactly the prefix's items)."""

@@ -1,0 +1,34 @@
+"""What must never reach memory: secrets always, sensitive categories when the policy says so.
+
+One module per job:
+- `detector`: find and redact secrets, running the rule families below behind cheap gates;
+- `vendors`: credentials with a vendor shape (API keys, tokens, webhooks, private key blocks);
+- `assignments`: credentials written as data (`NAME=value`, YAML, JSON, headers, URLs with a password);
+- `prose`: credentials said in a sentence ("my wifi password is ...", "the door code is 7731");
+- `identity`: cards, IBANs and national ids, checked by checksum;
+- `wallets`: seed phrases (BIP-39) and wallet private keys;
+- `entropy`: long random tokens no other rule names;
+- `names` and `values`: what makes a field name a credential's name, and a value a real one;
+- `fields`: screening every free-text field of a write, not just its text;
+- `sensitive`: the sensitive categories a policy may exclude.
+"""
+
+from .checksums import iban_valid, luhn_valid
+from .detector import REDACTED, contains_secret, find_secrets, redact
+from .fields import SecretRefusedError, secret_fields
+from .hits import SecretHit
+from .sensitive import SENSITIVE_CATEGORIES, sensitive_category
+
+__all__ = [
+    "REDACTED",
+    "SENSITIVE_CATEGORIES",
+    "SecretHit",
+    "SecretRefusedError",
+    "contains_secret",
+    "find_secrets",
+    "iban_valid",
+    "luhn_valid",
+    "redact",
+    "secret_fields",
+    "sensitive_category",
+]

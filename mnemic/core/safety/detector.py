@@ -1,0 +1,53 @@
+"""Find every secret in a text, and redact them.
+
+Each family of rules lives in its own module; this one runs them behind cheap gates (a substring,
+a count of digits, a long word) so that an ordinary sentence costs a few microseconds: the screen
+runs on every write and on every observed message. Detection is biased towards refusing: a false
+positive costs one fact, a false negative stores a credential.
+"""
+
+from __future__ import annotations
+
+from . import assignments, entropy, identity, prose, vendors, wallets
+from .hits import SecretHit, merge
+
+REDACTED = "[redacted secret]"
+_WITHOUT_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def find_secrets(text: str) -> list[SecretHit]:
+    """Every secret found in `text`, by kind and position (overlaps merged, in order)."""
+    if not text or len(text) < 3:
+        return []
+    hits: list[SecretHit] = []
+    lowered = text.lower()
+    longest = max(map(len, text.split()), default=0)
+    hits.extend(vendors.find(text, lowered, longest))
+    hits.extend(assignments.find(text))
+    hits.extend(prose.find(text, lowered))
+    digits = len(text) - len(text.translate(_WITHOUT_DIGITS))
+    if digits >= 4:
+        hits.extend(identity.find(text, lowered, digits))
+    hits.extend(wallets.find(text, lowered, longest))
+    if longest >= entropy.MIN_LENGTH:
+        hits.extend(entropy.find(text))
+    return merge(hits)
+
+
+def contains_secret(text: str) -> bool:
+    return bool(find_secrets(text))
+
+
+def redact(text: str, hits: list[SecretHit] | None = None) -> tuple[str, list[SecretHit]]:
+    """`text` with every secret replaced by a marker, and the hits that were replaced."""
+    found = find_secrets(text) if hits is None else hits
+    if not found:
+        return text, []
+    parts: list[str] = []
+    cursor = 0
+    for hit in found:
+        parts.append(text[cursor:hit.start])
+        parts.append(REDACTED)
+        cursor = hit.end
+    parts.append(text[cursor:])
+    return "".join(parts), found

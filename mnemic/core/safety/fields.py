@@ -1,0 +1,89 @@
+"""Screening every free-text field of a write, not only its text: metadata keys and values,
+source, session id, categories, scope, note data. A secret in any of them is stored (and served)
+as surely as one in the text.
+
+Structured values are read the way a person reads them: `{"password": "hunter2"}` is screened as
+"password: hunter2", since the key is what says the value is a credential.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any
+
+from .detector import find_secrets
+from .names import Strength, name_strength
+
+
+class SecretRefusedError(ValueError):
+    """A write refused because a field holds what looks like a secret. The message names the
+    fields and the kinds of secret, never the text."""
+
+    def __init__(self, fields: Mapping[str, list[str]], *, what: str = "this write") -> None:
+        self.fields = {name: sorted(set(kinds)) for name, kinds in fields.items()}
+        listed = "; ".join(f"{name} ({', '.join(kinds)})" for name, kinds in self.fields.items())
+        super().__init__(
+            f"mnemic refused {what}: {listed} holds what looks like a secret, and memory never stores "
+            "secrets. Nothing was written. Remove the credential (store where to find it, not the "
+            "credential itself) and try again."
+        )
+
+
+def _lines(value: Any, key: str | None = None, *, identifier: bool = False) -> Iterator[tuple[str, bool]]:
+    """The texts a value shows a reader: each string, each key, and "key: value" pairs; each with
+    whether it is an id (one word under a key that names an id, or in an identifier field)."""
+    if value is None:
+        return
+    if isinstance(value, Mapping):
+        for inner_key, inner in value.items():
+            name = str(inner_key)
+            yield name, True
+            yield from _lines(inner, name, identifier=identifier or _names_an_id(name))
+        return
+    if isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _lines(item, key, identifier=identifier)
+        return
+    if isinstance(value, bool):
+        return
+    text = str(value)
+    single_word = len(text.split()) == 1
+    yield text, identifier and single_word
+    if key is not None:
+        yield f"{key}: {text}", identifier and single_word
+
+
+_ID_WORDS = frozenset({"id", "ids", "uid", "uuid", "guid", "ref", "reference", "slug", "handle", "number", "no",
+                       "sha", "hash", "digest", "etag", "checksum", "fingerprint", "thread", "run", "trace", "span"})
+
+
+def _names_an_id(name: str) -> bool:
+    """`user_id`, `threadId`, `order-ref`: a key whose value is an identifier (unless the name says
+    credential, as `session_token` does)."""
+    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)
+    return bool(words) and words[-1].lower() in _ID_WORDS and name_strength(name) is Strength.NONE
+
+
+# Identifiers (a session id, a thread id, an order ref) are often random strings by design: the
+# context-free randomness rule does not apply to them; every named and shaped rule does.
+_NOT_FOR_IDENTIFIERS = frozenset({"high_entropy_token"})
+
+
+def secret_fields(fields: Mapping[str, Any], *, identifiers: Collection[str] = ()) -> dict[str, list[str]]:
+    """For each named field holding a secret, the kinds found. Empty when every field is clean.
+    Values may be strings, numbers, lists, or mappings (their keys are screened too). Fields named
+    in `identifiers`, and values under keys that name an id (`user_id`, `orderRef`), are ids: one
+    random-looking word there is an id, not a secret (a sentence is no id)."""
+    found: dict[str, list[str]] = {}
+    for name, value in fields.items():
+        kinds = [hit.kind
+                 for line, is_id in _lines(value, identifier=name in identifiers)
+                 for hit in find_secrets(line)
+                 if not (is_id and hit.kind in _NOT_FOR_IDENTIFIERS)]
+        if kinds:
+            found[name] = sorted(set(kinds))  # one secret shown twice ("k: v" and "v") counts once
+    return found
+
+
+__all__ = ["SecretRefusedError", "secret_fields"]

@@ -1,0 +1,111 @@
+"""Numbers that identify a person or an account: payment cards (Luhn, any separator: spaces,
+dashes, dots), IBANs (mod-97), US SSNs, UK NI numbers, Canadian SINs (Luhn), and identity,
+tax and account numbers named by their context ("my passport number is X1234567").
+
+Checksums and issuer prefixes let order numbers, IMEIs, ISBNs, phone numbers and dates pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from .checksums import IBAN_LENGTHS, iban_valid, luhn_valid
+from .hits import SecretHit
+
+_SEPARATOR = r"[ \-.\u00a0\u2009\u2013/_]"
+_CARD = re.compile(rf"(?<![\w.\-])\d(?:{_SEPARATOR}{{0,2}}\d){{12,18}}(?![\w])")
+_US_SSN = re.compile(r"(?<![\w\-])(?!000|666|9\d\d)\d{3}([\- .])(?!00)\d{2}\1(?!0000)\d{4}(?![\w\-])")
+_UK_NINO = re.compile(
+    r"\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b"
+)
+_SIN = re.compile(r"(?<![\w\-])\d{3}([\- ])\d{3}\1\d{3}(?![\w\-])")
+_IBAN_START = re.compile(r"(?i)\b[A-Z]{2}\d{2}(?=[ ]?[A-Z0-9])")
+_ID_CONTEXT = re.compile(
+    r"(?i)\b(?:ssn|social\s+security(?:\s+number|\s+no\.?|\s+#)?|sin|social\s+insurance\s+number|"
+    r"national\s+(?:id|identity|identification|insurance)(?:\s+(?:card\s+)?(?:number|no\.?|#))?|ni\s+number|nino|"
+    r"passport(?:\s+(?:number|no\.?|#))?|driver'?s?\s+licen[cs]e(?:\s+(?:number|no\.?|#))?|"
+    r"driving\s+licen[cs]e(?:\s+(?:number|no\.?|#))?|tax\s+(?:id|identification\s+number|file\s+number|number)|"
+    r"tin|itin|ein|aadhaa?r(?:\s+(?:number|no\.?|#))?|pan(?:\s+(?:card|number))+|nhs\s+number|"
+    r"medicare\s+number|health\s+insurance\s+number|personnummer|bsn|dni|nie|nif|codice\s+fiscale|cpf|curp|rut|"
+    r"steuer[\- ]?id|steuernummer|id\s+(?:card\s+)?(?:number|no\.?|#)|identity\s+(?:card\s+)?number|"
+    r"personal\s+(?:id|identity|identification)\s+number|citizen\s+(?:id|number)|voter\s+id|"
+    r"residence\s+permit\s+number|green\s+card\s+number|alien\s+(?:registration\s+)?number|"
+    r"(?:bank\s+)?account\s+(?:number|no\.?|#)|routing\s+number|sort\s+code|bsb)\b"
+    r"[^\n\d]{0,24}?(?<![A-Za-z0-9])"
+    r"(?P<value>[A-Z0-9][A-Z0-9.\-/]*\d[A-Z0-9.\-/]*(?:[ ][A-Z0-9.\-/]*\d[A-Z0-9.\-/]*){0,4})"
+)
+_ID_TRIGGERS = (
+    "ssn", "social", "sin", "national", "ni number", "nino", "passport", "licen", "tax", "tin", "ein",
+    "aadha", "pan", "nhs", "medicare", "insurance", "personnummer", "bsn", "dni", "nie", "nif", "codice",
+    "cpf", "curp", "rut", "steuer", "id", "identity", "citizen", "voter", "permit", "green card", "alien",
+    "account", "routing", "sort code", "bsb",
+)
+
+
+def _card_issuer(digits: str) -> bool:
+    """An issuer prefix that fits the length: Visa, Mastercard, Amex, Discover, JCB, Diners,
+    UnionPay, Maestro, Mir. IMEIs (15 digits, Luhn, often 35/86...) and ISBNs (978...) fail it."""
+    length = len(digits)
+    if length == 13:
+        return digits[0] == "4"
+    if length == 14:
+        return digits[:2] in {"30", "36", "38", "39"}
+    if length == 15:
+        return digits[:2] in {"34", "37"}
+    return digits[0] in "23456"
+
+
+def _card_hits(text: str) -> Iterator[SecretHit]:
+    for match in _CARD.finditer(text):
+        digits = "".join(ch for ch in match.group() if ch.isdigit())
+        if 13 <= len(digits) <= 19 and _card_issuer(digits) and luhn_valid(digits):
+            yield SecretHit("payment_card", match.start(), match.end())
+
+
+def _iban_hits(text: str) -> Iterable[SecretHit]:
+    for match in _IBAN_START.finditer(text):
+        start = match.start()
+        chars: list[str] = []
+        ends: list[int] = []
+        pos = start
+        # Gather up to 34 alphanumerics, allowing single spaces between groups.
+        while pos < len(text) and len(chars) < 34:
+            ch = text[pos]
+            if ch.isalnum() and ch.isascii():
+                chars.append(ch.upper())
+                ends.append(pos + 1)
+            elif not (ch == " " and pos + 1 < len(text) and text[pos + 1].isalnum()):
+                break
+            pos += 1
+        country = "".join(chars[:2])
+        lengths = [IBAN_LENGTHS[country]] if country in IBAN_LENGTHS else list(range(15, 35))
+        for length in lengths:
+            if length <= len(chars) and iban_valid("".join(chars[:length])):
+                end = ends[length - 1]
+                if end < len(text) and text[end].isalnum():
+                    continue
+                yield SecretHit("iban", start, end)
+                break
+
+
+def find(text: str, lowered: str, digits: int) -> Iterator[SecretHit]:
+    if digits >= 13:
+        yield from _card_hits(text)
+    if digits >= 8:
+        yield from _iban_hits(text)
+    if digits >= 9:
+        for match in _US_SSN.finditer(text):
+            yield SecretHit("national_id", match.start(), match.end())
+        for match in _SIN.finditer(text):
+            if luhn_valid(re.sub(r"\D", "", match.group())):
+                yield SecretHit("national_id", match.start(), match.end())
+    if digits >= 6:
+        for match in _UK_NINO.finditer(text):
+            yield SecretHit("national_id", match.start(), match.end())
+    if digits >= 4 and any(trigger in lowered for trigger in _ID_TRIGGERS):
+        for match in _ID_CONTEXT.finditer(text):
+            value = match.group("value").rstrip(" .-/")
+            if sum(ch.isdigit() for ch in value) >= 4:
+                start = match.start("value")
+                yield SecretHit("national_id", start, start + len(value))

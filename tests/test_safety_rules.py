@@ -1,0 +1,93 @@
+"""Rules of the secret detector that the corpus alone does not pin down: checksums, what a
+field name says, identifiers, placeholders, and which kind names a merged hit."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemic.core.safety import find_secrets, secret_fields
+from mnemic.core.safety.names import Strength, name_strength
+from mnemic.core.safety.values import is_placeholder
+from mnemic.core.safety.wallets import bip39_checksum_valid
+
+
+def test_bip39_checksums_follow_the_specification() -> None:
+    assert bip39_checksum_valid(("abandon " * 11 + "about").split())
+    assert bip39_checksum_valid("legal winner thank year wave sausage worth useful legal winner thank yellow".split())
+    assert bip39_checksum_valid(("abandon " * 23 + "art").split())
+    assert not bip39_checksum_valid(("abandon " * 12).split())
+
+
+def test_a_seed_is_refused_however_it_is_written_but_a_word_list_is_not() -> None:
+    seed = "legal winner thank year wave sausage worth useful legal winner thank yellow"
+    assert find_secrets(seed)
+    assert find_secrets(", ".join(seed.split()))  # a valid checksum says seed, commas or not
+    assert find_secrets("my recovery phrase: " + ", ".join(["zoo"] * 12))
+    assert not find_secrets("We need milk, bread, eggs, butter, cheese, apple, banana, orange, lemon, "
+                            "sugar, salt, pepper.")
+
+
+@pytest.mark.parametrize(("name", "strength"), [
+    ("DB_PASSWORD", Strength.STRONG), ("clientSecret", Strength.STRONG), ("x-api-key", Strength.STRONG),
+    ("AccountKey", Strength.STRONG), ("door code", Strength.STRONG), ("pw", Strength.STRONG),
+    ("key", Strength.WEAK), ("pass", Strength.WEAK),
+    ("token_type", Strength.NONE), ("max_tokens", Strength.NONE), ("public_key", Strength.NONE),
+    ("primary key", Strength.NONE), ("password_min_length", Strength.NONE), ("zip code", Strength.NONE),
+    ("access_key_id", Strength.NONE), ("passport", Strength.NONE),
+])
+def test_a_field_name_says_whether_its_value_is_a_credential(name: str, strength: Strength) -> None:
+    assert name_strength(name) is strength
+
+
+@pytest.mark.parametrize("value", ["<your-api-key>", "${API_KEY}", "sk-...", "xxxxxxxx", "changeme",
+                                   "your-key-here", "{{ vault_password }}", "os.environ['KEY']",
+                                   "sk_test_xxxxxxxxxxxxxxxxxxxxxxxx", "AKIAIOSFODNN7EXAMPLE"])
+def test_placeholders_are_not_values(value: str) -> None:
+    assert is_placeholder(value)
+
+
+@pytest.mark.parametrize("value", ["hunter2", "Tr0ub4dor&3", "example123", "mysecretpassword", "1234"])
+def test_real_values_are_not_placeholders(value: str) -> None:
+    assert not is_placeholder(value)
+
+
+def test_an_id_may_look_random_but_may_not_be_a_credential() -> None:
+    random_id = "sess_Q9x2LmP4vTz8KwR1bN7c"
+    assert find_secrets(random_id)  # in a sentence it would be refused...
+    assert secret_fields({"session_id": random_id}, identifiers=("session_id",)) == {}  # ...as an id it is one
+    assert secret_fields({"session_id": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"},
+                         identifiers=("session_id",)) == {"session_id": ["github_token"]}
+    assert secret_fields({"metadata": {"db_password": "hunter2"}}) == {"metadata": ["password"]}
+
+
+def test_a_named_rule_names_a_hit_the_randomness_rule_also_found() -> None:
+    [hit] = find_secrets("OPENAI_API_KEY=sk-" + "HmvguTEKhCpqHKCn8TSCpqglNnhF6bQmBVeRL8f38u")
+    assert hit.kind == "openai_key"
+
+
+def test_admit_is_the_backstop_for_every_record_written() -> None:
+    from datetime import datetime, timezone
+
+    from mnemic import SecretRefusedError
+    from mnemic.core.intake import Intake
+    from mnemic.core.records import MemoryRecord, text_hash
+    from mnemic.core.stats import WriteStats
+
+    intake = Intake(namespace="default", stats=WriteStats(), max_text_chars=16_000)
+    now = datetime.now(timezone.utc)
+    clean = MemoryRecord(id="r1", text="Prefers tea.", hash=text_hash("Prefers tea."), user_id="alice",
+                         namespace="default", created_at=now, updated_at=now,
+                         metadata={"thread_id": "Q9x2LmP4vTz8KwR1bN7cAb"})
+    intake.admit(clean)  # an id may look random
+    with pytest.raises(SecretRefusedError, match="topic"):
+        intake.admit(clean.model_copy(update={"topic": "pw: Tr0ub4dor&3"}))
+    legacy = clean.model_copy(update={"text": "My password is hunter2"})
+    intake.admit(legacy.model_copy(update={"state": "invalid"}), legacy)  # retiring it stays possible
+    with pytest.raises(SecretRefusedError, match="text"):
+        intake.admit(legacy, clean)
+
+
+def test_store_values_under_id_keys_may_look_random() -> None:
+    assert secret_fields({"data": {"id": "Q9x2LmP4vTz8KwR1bN7cAb", "orderRef": "Zx81kQ9vLm27Tq4WaB3c"}}) == {}
+    assert secret_fields({"data": {"note": "Q9x2LmP4vTz8KwR1bN7cAb"}}) == {"data": ["high_entropy_token"]}
+    assert secret_fields({"data": {"session_token": "Q9x2LmP4vTz8KwR1bN7cAb"}})

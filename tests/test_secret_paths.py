@@ -1,0 +1,357 @@
+"""No secret is stored through any write path, and look-alikes still are.
+
+Every secret of the corpus (tests/secret_corpus.py: 180+ secrets of 60+ kinds) goes through every
+write path: remember (text and every other free-text field), remember_many, update (text and
+fields), the lifecycle calls' reasons, observe (auto extraction, deterministic and LLM), memorize,
+knowledge add / add(verbatim=True) / add_file / add_files, notes, the LangGraph store, the memory
+tools. Each path is then read back every way there is (list, recall, history, knowledge list and
+search, store get and search) and must hold no secret. One Memory per path keeps the suite fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scripted_llm import ScriptedLLM, fact, facts_json
+from secret_corpus import LOOK_ALIKES, SECRETS
+
+from mnemic import IngestResult, Memory, SecretRefusedError
+from mnemic.core.embeddings import HashEmbedder
+from mnemic.core.notes import NoteRefusedError
+from mnemic.core.safety import REDACTED, contains_secret, find_secrets, redact
+from mnemic.tools import core as tools
+
+SECRET_TEXTS = [text for _, text in SECRETS]
+# The part of each text that is the secret itself, as the detector delimits it: what must appear
+# nowhere in a store after the text went through a path that redacts rather than refuses. Short
+# numbers (a 4-digit PIN) also occur by chance in ids and hashes: those are covered by the paths'
+# record counts instead.
+SECRET_SPANS = sorted({span for text in SECRET_TEXTS for h in find_secrets(text)
+                       if len(span := text[h.start:h.end]) >= 6 and not (span.isdigit() and len(span) < 9)},
+                      key=len)
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        yield memory
+
+
+def _everything_stored(memory: Memory, user_id: str | None = None) -> str:
+    """Every text a reader can get back from the store, joined: records with their metadata and
+    history, knowledge chunks, note data."""
+    parts: list[str] = []
+    users = [user_id] if user_id else memory.users()
+    for who in users:
+        for record in memory.list(user_id=who, include_invalid=True, include_expired=True, limit=1000):
+            parts.append(record.model_dump_json())
+            for entry in memory.history(record.id):
+                parts.append(entry.model_dump_json())
+    knowledge = memory.knowledge
+    for chunk in knowledge.list(limit=1000):
+        parts.append(chunk.model_dump_json())
+        parts.extend(entry.model_dump_json() for entry in knowledge.history(chunk.id))
+    return "\n".join(parts)
+
+
+def _assert_holds_no_secret(stored: str) -> None:
+    # JSON escapes quotes and newlines: compare against the decoded form too.
+    decoded = stored.encode().decode("unicode_escape", errors="ignore")
+    leaked = [span for span in SECRET_SPANS if span in stored or span in decoded]
+    assert not leaked, f"{len(leaked)} secret(s) stored, e.g. {leaked[0][:12]}…"
+
+
+# -- the detector ----------------------------------------------------------------------------
+
+
+def test_the_corpus_is_large_and_varied() -> None:
+    assert len(SECRETS) >= 150
+    assert len({kind for kind, _ in SECRETS}) >= 40
+    assert len(LOOK_ALIKES) >= 50
+
+
+@pytest.mark.parametrize(("kind", "text"), SECRETS, ids=[f"{i}-{k}" for i, (k, _) in enumerate(SECRETS)])
+def test_every_secret_is_found_and_redacted_whole(kind: str, text: str) -> None:
+    assert find_secrets(text), f"missed a {kind}"
+    redacted, _ = redact(text)
+    assert REDACTED in redacted and not contains_secret(redacted)
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_look_alikes_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == [], [text[h.start:h.end] for h in find_secrets(text)]
+
+
+# -- remember and remember_many ----------------------------------------------------------------
+
+
+def test_remember_refuses_every_secret_and_keeps_every_look_alike(mem: Memory) -> None:
+    for text in SECRET_TEXTS:
+        assert mem.remember(text, user_id="alice") is None
+    assert mem.list(user_id="alice", include_invalid=True, include_expired=True) == []
+    assert mem.stats.secrets_refused >= len(SECRET_TEXTS)
+    for text in LOOK_ALIKES:  # stored, or merged into a look-alike saying the same: never refused
+        assert mem.remember(text, user_id="bob") is not None, text
+
+
+def test_remember_many_drops_every_secret_in_one_batch(mem: Memory) -> None:
+    ids = mem.remember_many([*SECRET_TEXTS, *LOOK_ALIKES], user_id="alice")
+    mem.drain_writes()
+    assert len(ids) == len(LOOK_ALIKES)  # an id for every look-alike, none for a secret
+    _assert_holds_no_secret(_everything_stored(mem))
+
+
+@pytest.mark.parametrize("field", ["metadata_value", "metadata_key", "source", "session_id", "categories",
+                                   "scope", "actor"])
+def test_remember_refuses_a_secret_in_any_other_field(mem: Memory, field: str) -> None:
+    refused = 0
+    for text in SECRET_TEXTS:
+        options: dict[str, object] = {
+            "metadata_value": {"metadata": {"note": text}},
+            "metadata_key": {"metadata": {"x": 1}},
+            "source": {"source": text},
+            "session_id": {"session_id": text},
+            "categories": {"categories": [text]},
+            "scope": {"scope": "/" + text[:200]},
+            "actor": {"actor": text},
+        }[field]
+        if field == "metadata_key":
+            # Keys are identifiers (letters, digits, _ . -): the secrets that fit one.
+            key = next((text[h.start:h.end] for h in find_secrets(text)), "")
+            if not key.replace("_", "").replace("-", "").replace(".", "").isalnum() or len(key) > 64 \
+                    or not key[:1].isalpha() or not find_secrets(key):
+                continue  # only secrets that are secrets on their own (a password is one in context)
+            options = {"metadata": {key: "x"}}
+        if field == "categories" and len(text) > 64:
+            continue  # longer than a category may be: refused as malformed before any screening
+        try:
+            stored = mem.remember("Prefers window seats.", user_id="alice", **options)  # type: ignore[arg-type]
+        except SecretRefusedError as exc:
+            assert text not in str(exc)
+            refused += 1
+            continue
+        except (ValueError, TypeError):
+            refused += 1  # refused as malformed (a category too long, say): nothing stored either
+            continue
+        assert stored is None or not contains_secret(stored.model_dump_json()), field
+    assert refused > 0
+    _assert_holds_no_secret(_everything_stored(mem))
+
+
+def test_a_field_refusal_names_the_field_and_writes_nothing(mem: Memory) -> None:
+    with pytest.raises(SecretRefusedError, match="metadata") as caught:
+        mem.remember("Uses the staging cluster.", user_id="alice", metadata={"db_password": "Tr0ub4dor&3"})
+    assert "Tr0ub4dor" not in str(caught.value) and isinstance(caught.value, ValueError)
+    with pytest.raises(SecretRefusedError, match="source"):
+        mem.remember_many(["Uses the staging cluster."], user_id="alice",
+                          source="https://ci:hunter2pass@ci.acme.io")
+    mem.drain_writes()
+    assert mem.list(user_id="alice") == []
+    assert mem.stats.secrets_refused == 2
+
+
+# -- update and the lifecycle calls --------------------------------------------------------------
+
+
+def test_update_refuses_a_secret_in_text_and_every_field(mem: Memory) -> None:
+    record = mem.remember("Prefers window seats.", user_id="alice")
+    assert record is not None
+    for text in SECRET_TEXTS:
+        for change in ({"text": text}, {"metadata": {"note": text}}, {"source": text}, {"reason": text}):
+            with pytest.raises(SecretRefusedError) as caught:
+                mem.update(record.id, **({"importance": 0.6} | change))  # type: ignore[arg-type]
+            assert text not in str(caught.value)
+    assert mem.get(record.id).text == "Prefers window seats."
+    assert [e.action for e in mem.history(record.id)] == ["add"]
+    for text in SECRET_TEXTS[:20]:
+        with pytest.raises(SecretRefusedError):
+            mem.invalidate(record.id, reason=text)
+        with pytest.raises(SecretRefusedError):
+            mem.delete(record.id, reason=text)
+    _assert_holds_no_secret(_everything_stored(mem))
+    assert mem.get(record.id).state == "valid"
+
+
+# -- conversations -----------------------------------------------------------------------------
+
+
+def test_observe_stores_no_secret_and_keeps_the_rest_of_the_turn(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto") as memory:
+        for i in range(0, len(SECRET_TEXTS), 6):  # six secrets a turn: every one seen, fewer writes
+            turn = SECRET_TEXTS[i:i + 6]
+            messages = [{"role": "user", "content": f"I live in Austin. {text}"} for text in turn]
+            messages += [{"role": "assistant", "content": f"Noted: {text}"} for text in turn]
+            memory.observe(messages, user_id="alice", session_id="s", turn=i,
+                           metadata={"task": f"t{i}", "ref": turn[0]})
+        memory.drain_writes()
+        stored = _everything_stored(memory)
+        _assert_holds_no_secret(stored)
+        assert REDACTED not in stored
+        assert "Lives in Austin." in [r.text for r in memory.list(user_id="alice")]
+        assert memory.stats.secrets_refused >= len(SECRET_TEXTS)
+
+
+def test_llm_extraction_never_sees_nor_stores_a_secret(tmp_path: Path) -> None:
+    # A model that answers with the secrets (as if it had seen them) must still store none.
+    llm = ScriptedLLM(default=facts_json(*(fact(t) for t in SECRET_TEXTS[:60]),
+                                         fact("Lives in Austin.", topic="personal_info")))
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto", llm=llm) as memory:
+        for i in range(0, len(SECRET_TEXTS), 8):
+            memory.observe([{"role": "user", "content": text} for text in SECRET_TEXTS[i:i + 8]], user_id="alice")
+        memory.drain_writes()
+        _assert_holds_no_secret(_everything_stored(memory))
+        assert [r.text for r in memory.list(user_id="alice")] == ["Lives in Austin."]
+    for prompt in llm.prompts:
+        turn = prompt.split("Conversation turn:")[-1]
+        assert not any(span in turn for span in SECRET_SPANS)
+
+
+def test_memorize_stores_no_secret(mem: Memory) -> None:
+    stored = mem.memorize(user_id="alice", messages=[{"role": "user", "content": t} for t in SECRET_TEXTS])
+    assert all(not contains_secret(r.text) for r in stored)
+    _assert_holds_no_secret(_everything_stored(mem))
+
+
+# -- knowledge ---------------------------------------------------------------------------------
+
+
+def _assert_knowledge_clean(memory: Memory) -> None:
+    _assert_holds_no_secret(_everything_stored(memory))
+    for text in SECRET_TEXTS[::7]:
+        for hit in memory.knowledge.search(text, limit=10):
+            assert not contains_secret(hit.text)
+
+
+def test_knowledge_add_verbatim_refuses_each_secret_and_reports_it(mem: Memory) -> None:
+    for text in SECRET_TEXTS:
+        result = mem.knowledge.add(text, verbatim=True)
+        assert isinstance(result, IngestResult)
+        assert result.added == [] and len(result.refused) == 1 and result.refused[0].kinds
+        assert text not in result.model_dump_json()
+    assert mem.knowledge.count() == 0
+    for text in LOOK_ALIKES[::3]:  # all of them go in through add() and add_files() below
+        assert mem.knowledge.add(text, verbatim=True).added, text
+    _assert_knowledge_clean(mem)
+
+
+def test_knowledge_add_distilled_skips_chunks_holding_a_secret(tmp_path: Path) -> None:
+    document = "\n\n".join([*LOOK_ALIKES, *SECRET_TEXTS, *LOOK_ALIKES[::-1]])
+    llm = ScriptedLLM(default=json.dumps({"facts": ["Refunds take 5 days."]}))
+    for model in (None, llm):
+        with Memory(tmp_path / f"k{model is None}", embedder=HashEmbedder(), llm=model) as memory:
+            result = memory.knowledge.add(document)
+            assert result.refused and result.added
+            _assert_knowledge_clean(memory)
+    for prompt in llm.prompts:
+        assert not any(span in prompt for span in SECRET_SPANS)
+
+
+def test_knowledge_files_skip_chunks_holding_a_secret(mem: Memory, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i, text in enumerate(SECRET_TEXTS):
+        (folder / f"secret{i:03d}.txt").write_text(f"Setup {i}\n\n{text}\n")
+    (folder / "faq.md").write_text("\n\n".join(LOOK_ALIKES))
+    result = mem.knowledge.add_files([folder])
+    assert len({r.source for r in result.refused}) == len(SECRET_TEXTS)
+    single = tmp_path / "one.txt"
+    single.write_text("\n\n".join(SECRET_TEXTS[:30]))
+    assert mem.knowledge.add_file(single).refused
+    _assert_knowledge_clean(mem)
+    assert any("bank" in c.text for c in mem.knowledge.list(limit=1000))  # the look-alikes went in
+
+
+def test_knowledge_refuses_a_secret_source_or_actor(mem: Memory) -> None:
+    with pytest.raises(SecretRefusedError, match="source"):
+        mem.knowledge.add("Refunds take 5 days.", source=f"https://u:{'Zq9!vX2#pL'}@wiki.acme.io/faq")
+    with pytest.raises(SecretRefusedError, match="added_by"):
+        mem.knowledge.add("Refunds take 5 days.", added_by="sk_live_" + "a1B2c3D4e5F6g7H8i9J0k1L2")
+    assert mem.knowledge.count() == 0
+
+
+# -- notes, the LangGraph store, the tools -----------------------------------------------------
+
+
+def test_notes_refuse_a_secret_in_text_data_key_and_scope(mem: Memory) -> None:
+    for i, text in enumerate(SECRET_TEXTS):
+        for kwargs in ({"text": text}, {"text": "config", "data": {"value": text}},
+                       {"text": "config", "data": {"nested": [{"deep": text}]}}):
+            with pytest.raises(NoteRefusedError):
+                mem.notes.put(f"k{i}", user_id="alice", **kwargs)  # type: ignore[arg-type]
+    assert mem.notes.scan(user_id="alice") == []
+    _assert_holds_no_secret(_everything_stored(mem))
+
+
+def test_the_langgraph_store_keeps_no_secret(mem: Memory) -> None:
+    pytest.importorskip("langgraph")
+    from mnemic.integrations.langgraph import MnemicStore
+
+    store = MnemicStore(mem)
+    for i, text in enumerate(SECRET_TEXTS):
+        for value in ({"text": text}, {"text": "config", "env": {"line": text}}):
+            with contextlib.suppress(Exception):  # how a refused put answers is the store's to decide
+                store.put(("memories", "alice"), f"item{i}", value)
+            assert store.get(("memories", "alice"), f"item{i}") is None
+    assert store.search(("memories", "alice"), limit=1000) == []
+    _assert_holds_no_secret(_everything_stored(mem))
+
+
+def test_the_remember_tool_refuses_honestly(mem: Memory) -> None:
+    for text in SECRET_TEXTS:
+        answer = tools.remember(mem, text, user_id="alice")
+        assert answer.startswith("Nothing was saved") and text not in answer
+    answer = tools.remember(mem, "Prefers tea.", user_id="alice", source="token=" + "Zx81kQ9vLm27Tq4W")
+    assert answer.startswith("Nothing was saved") and "source" in answer
+    assert mem.list(user_id="alice") == []
+    for text in LOOK_ALIKES[:10]:
+        assert tools.remember(mem, text, user_id="alice").startswith("Saved")
+
+
+def test_refusals_never_log_the_secret(mem: Memory, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("DEBUG", logger="mnemic"):
+        for text in SECRET_TEXTS[:40]:
+            mem.remember(text, user_id="alice")
+            with pytest.raises(SecretRefusedError):
+                mem.remember("x y z", user_id="alice", metadata={"note": text})
+            mem.knowledge.add(text, verbatim=True)
+    logged = caplog.text
+    assert "secret" in logged
+    assert not any(span in logged for span in SECRET_SPANS)
+
+
+# -- framework adapters (they call core: one pass each shows the screen is reached) ---------------
+
+
+def test_crewai_memory_stores_no_secret(mem: Memory) -> None:
+    pytest.importorskip("crewai")
+    from mnemic.integrations.crewai import CrewMemory
+
+    crew_memory = CrewMemory(mem, user_id="alice")
+    for text in SECRET_TEXTS:
+        assert crew_memory.remember(text) is None
+    crew_memory.remember_many([*SECRET_TEXTS, "Prefers window seats."], agent_role="Researcher")
+    crew_memory.drain_writes()
+    # The adapter redacts provenance labels itself; either way the token is not stored.
+    with contextlib.suppress(SecretRefusedError):
+        crew_memory.remember("Uses the staging cluster.",
+                             metadata={"token": "ghp_" + "Zx81kQ9vLm27Tq4WaB3cD5eF6gH7iJ8kL9mN"})
+    assert "Prefers window seats." in [r.text for r in mem.list(user_id="alice")]
+    stored = _everything_stored(mem)
+    _assert_holds_no_secret(stored)
+    assert "Zx81kQ9v" not in stored
+
+
+def test_the_langchain_remember_tool_stores_no_secret(mem: Memory) -> None:
+    pytest.importorskip("langchain_core")
+    from mnemic.tools.langchain import remember_tool
+
+    tool = remember_tool(mem)
+    config = {"configurable": {"user_id": "alice", "thread_id": "thread-7"}}
+    for text in SECRET_TEXTS:
+        answer = tool.invoke({"fact": text}, config=config)
+        assert answer.startswith("Nothing was saved") and text not in answer
+    assert mem.list(user_id="alice") == []
