@@ -33,6 +33,7 @@ import resource
 import shlex
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,11 +47,12 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from bench_locomo import CATEGORIES, KS, REPO, Conversation, evaluate, load_locomo  # noqa: E402
+from bench_locomo import CATEGORIES, KS, REPO, Conversation, _quiet_stdout, evaluate, load_locomo  # noqa: E402
 from peer_systems import PEERS, LangGraphStoreSystem, Mem0System, offline_environment  # noqa: E402
 
 # shared/ sits beside the repository, or beside the folder that holds this worktree.
 _DATA_CANDIDATES = [p / "shared" / "bench" / "locomo10.json" for p in REPO.parents]
+TUNING_CONVERSATIONS = 5  # mnemic's weights are tuned on the file's first five (see bench_locomo.HALVES)
 DEFAULT_DATA = next((p for p in _DATA_CANDIDATES if p.exists()), _DATA_CANDIDATES[0])
 
 
@@ -137,6 +139,19 @@ class NetworkGuard:
             socket.getaddrinfo = real_getaddrinfo
 
 
+def embed_query_times(embedder: Any, conversations: Sequence[Conversation], n: int = 40) -> list[float]:
+    """Seconds to embed one question, n times: the cost every system pays per search, timed in the
+    same process just before and after it runs, so its searches can be read in units of it whatever
+    the machine's load was at the time."""
+    questions = [q.text for c in conversations for q in c.questions][:n] or ["warm-up"]
+    times = []
+    for i in range(n):
+        started = time.perf_counter()
+        embedder.embed([questions[i % len(questions)]])
+        times.append(time.perf_counter() - started)
+    return times
+
+
 def _rss_mb() -> float:
     """This process's resident set now (Linux /proc; the peak is getrusage's ru_maxrss)."""
     with contextlib.suppress(OSError):
@@ -158,9 +173,11 @@ def run_child(args: argparse.Namespace) -> None:
             embedder = default_embedder()
             embedder.embed(["warm-up"])  # weights loaded before the baseline, as every system needs them
             baseline_mb = _rss_mb()
-            workdir = Path(args.workdir)
+            reference = embed_query_times(embedder, conversations)
             with _quiet_stdout(args.child == "crewai"):
-                result = measure(args.child, conversations, workdir, embedder)
+                result = measure(args.child, conversations, Path(args.workdir), embedder)
+            reference += embed_query_times(embedder, conversations)
+        result["embed_query_ms_p50"] = 1000 * statistics.median(reference)
         result["rss_baseline_mb"] = baseline_mb
         result["rss_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     except Exception as exc:
@@ -169,22 +186,13 @@ def run_child(args: argparse.Namespace) -> None:
     out.write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
 
 
-@contextlib.contextmanager
-def _quiet_stdout(enabled: bool) -> Iterator[None]:
-    """crewai prints a banner per save; the child's log keeps only what the benchmark says."""
-    if not enabled:
-        yield
-        return
-    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        yield
-
-
 # -- which questions ------------------------------------------------------------------------------
 
 
 def select_questions(args: argparse.Namespace) -> tuple[list[Conversation], Any]:
     """The conversations asked about, with the questions kept; every turn of them is still stored."""
     conversations, notes = load_locomo(Path(args.data), captions=args.captions)
+    args.tuning = {c.conv_id for c in conversations[:TUNING_CONVERSATIONS]}
     if args.conversations:
         wanted = {c.strip() for c in args.conversations.split(",")}
         conversations = [c for c in conversations if c.conv_id in wanted]
@@ -259,20 +267,40 @@ def _ratio(result: dict[str, Any], reference: dict[str, Any], key: str) -> float
     return mine / theirs if mine and theirs else None
 
 
-def print_tables(results: dict[str, dict[str, Any]], questions: int) -> None:
+def _per_embedding(result: dict[str, Any]) -> float | None:
+    """Search p50 over the p50 of embedding one question in the same process (see embed_query_times)."""
+    search, embed = result.get("query_ms_p50"), result.get("embed_query_ms_p50")
+    return search / embed if search and embed else None
+
+
+def _halves(result: dict[str, Any], tuning: set[str]) -> list[str]:
+    """R@10 over the conversations mnemic's weights were tuned on, and over the held-out ones."""
+    cells = []
+    for held_out in (False, True):
+        parts = [s for c, s in result["per_conversation"].items() if (c not in tuning) is held_out and s.get("n")]
+        n = sum(s["n"] for s in parts)
+        cells.append(f"{sum(s['R@10'] * s['n'] for s in parts) / n:.1f}  (n={int(n)})" if n else "—")
+    return cells
+
+
+def print_tables(results: dict[str, dict[str, Any]], questions: int, tuning: set[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=200)
     main = Table(title=f"LoCoMo evidence recall (%) and cost, {questions} questions of categories 1-4, MiniLM for all")
     reference = results.get("chroma", {})
-    for column in ("system", *(f"R@{k}" for k in KS), "all@10", "search p50", "p95", "p50 ×chroma",
+    for column in ("system", *(f"R@{k}" for k in KS), "all@10", "search p50", "p95", "p50 / embed",
                    "ingest turns/s", "×chroma", "peak RSS", "LLM calls"):
         main.add_column(column, justify="left" if column == "system" else "right")
     by_category = Table(title="R@5 / R@10 / R@20 per category (%)")
     by_category.add_column("system")
     for label in CATEGORIES.values():
         by_category.add_column(label, justify="right")
+    tuned_on = ", ".join(sorted(tuning))
+    by_half = Table(title=f"R@10 (%) on the conversations mnemic is tuned on ({tuned_on}) and on the rest")
+    for column in ("system", "tuning conversations", "held-out conversations"):
+        by_half.add_column(column, justify="left" if column == "system" else "right")
     for name, res in results.items():
         if "error" in res:
             main.add_row(name, *["—"] * 11)
@@ -284,7 +312,7 @@ def print_tables(results: dict[str, dict[str, Any]], questions: int) -> None:
             f"{overall['all@10']:.1f}",
             _fmt(res.get("query_ms_p50"), ".1f", " ms"),
             _fmt(res.get("query_ms_p95"), ".1f", " ms"),
-            _fmt(_ratio(res, reference, "query_ms_p50"), ".2f", "×"),
+            _fmt(_per_embedding(res), ".1f", "×"),
             _fmt(res.get("ingest_turns_per_s"), ".0f"),
             _fmt(_ratio(res, reference, "ingest_turns_per_s"), ".2f", "×"),
             _fmt(res.get("rss_peak_mb"), ".0f", " MB"),
@@ -297,8 +325,10 @@ def print_tables(results: dict[str, dict[str, Any]], questions: int) -> None:
                 for s in res["per_category"].values()
             ),
         )
+        by_half.add_row(name, *_halves(res, tuning))
     console.print(main)
     console.print(by_category)
+    console.print(by_half)
     for name, res in results.items():
         notes = [PEERS[name].about]
         if "keyword_search" in res:
@@ -307,6 +337,8 @@ def print_tables(results: dict[str, dict[str, Any]], questions: int) -> None:
             notes.append(res["backend"])
         if res.get("network_attempts"):
             notes.append(f"network attempts refused: {res['network_attempts']}")
+        if res.get("embed_query_ms_p50"):
+            notes.append(f"one query embedding p50 {res['embed_query_ms_p50']:.1f} ms")
         if "rss_baseline_mb" in res:
             notes.append(f"RSS before the system: {res['rss_baseline_mb']:.0f} MB")
         if "error" in res:
@@ -362,13 +394,14 @@ def main() -> None:
             print(f"stores and logs kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    print_tables(results, questions)
+    print_tables(results, questions, args.tuning)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"peers-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
     report = {
         "command": command,
         "conversations": [c.conv_id for c in conversations],
         "questions": questions,
+        "tuning_conversations": sorted(args.tuning),
         "cpus": os.cpu_count(),
         "systems": {name: PEERS[name].about for name in args.names},
         "results": results,

@@ -207,6 +207,7 @@ def test_child_process_writes_its_result(tmp_path: Path) -> None:
     assert "error" not in figures, figures
     assert figures["overall"]["n"] == 2 and figures["overall"]["R@5"] == pytest.approx(100.0)
     assert figures["rss_peak_mb"] >= figures["rss_baseline_mb"] > 0
+    assert figures["embed_query_ms_p50"] > 0  # the in-process reference search latency is read against
     assert figures["network_attempts"] == {}
 
 
