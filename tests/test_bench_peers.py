@@ -26,7 +26,7 @@ sys.path.insert(0, str(BENCH))
 
 import bench_peers  # noqa: E402
 from bench_locomo import Conversation, Question, Turn  # noqa: E402
-from peer_systems import PEERS, Mem0System, offline_environment  # noqa: E402
+from peer_systems import PEERS, Mem0System, PeerUnavailable, offline_environment  # noqa: E402
 
 WHEN = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
 
@@ -65,11 +65,19 @@ BOB = _conversation(
 CONVERSATIONS = [ALICE, BOB]
 
 
+def _build(name: str, workdir: Path) -> Any:
+    """The system, or a skip that says what to install when a peer cannot run here."""
+    try:
+        return PEERS[name].build(workdir, HashEmbedder(384))
+    except PeerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
 def _requirement(name: str) -> str | None:
     """Why a peer cannot run here (its package is missing), or None."""
     needs = {"crewai": ["crewai"], "langgraph-memory": ["langgraph"], "langgraph-sqlite": ["langgraph", "sqlite_vec"]}
     if name.startswith("mem0"):
-        needs[name] = ["mem0"]
+        needs[name] = ["mem0", "langchain"]  # Mem0 takes the embedder and the refusing LLM through langchain
     for module in needs.get(name, []):
         if importlib.util.find_spec(module) is None:
             return f"{module} is not installed: pip install 'mnemic[peers]'"
@@ -96,7 +104,7 @@ def test_each_system_finds_the_turn_and_keeps_users_apart(
         pytest.skip(reason)
     for key, value in PEERS[name].env(tmp_path).items():
         monkeypatch.setenv(key, value)
-    system = PEERS[name].build(tmp_path, HashEmbedder(384))
+    system = _build(name, tmp_path)
     try:
         for conv in CONVERSATIONS:
             system.load(conv)
@@ -127,7 +135,8 @@ def test_mem0_counts_an_llm_call_so_zero_means_none_was_made(tmp_path: Path, off
     """The refusing LLM sees Mem0's extraction call when `infer=True`: the benchmark's 0 is a real count."""
     if _requirement("mem0-qdrant"):
         pytest.skip(_requirement("mem0-qdrant"))
-    system = Mem0System(tmp_path, HashEmbedder(384), store="qdrant")
+    system = _build("mem0-qdrant", tmp_path)
+    assert isinstance(system, Mem0System)
     try:
         system.load(ALICE)
         assert system.llm_calls == 0
@@ -146,7 +155,7 @@ def test_mem0_keyword_search_runs_offline_only_from_the_generated_model(
         pytest.skip("mem0ai and fastembed are not installed: pip install 'mnemic[peers]'")
     for key, value in PEERS[name].env(tmp_path).items():
         monkeypatch.setenv(key, value)
-    system = PEERS[name].build(tmp_path, HashEmbedder(384))
+    system = _build(name, tmp_path)
     assert isinstance(system, Mem0System)
     try:
         system.load(ALICE)
@@ -216,7 +225,7 @@ def test_langgraph_stores_embed_the_turn_text_itself(name: str, tmp_path: Path, 
     """Same vectors for all: SqliteStore reads `text_fields`, and given only `fields` embeds the whole JSON value."""
     if _requirement(name):
         pytest.skip(_requirement(name))
-    system = PEERS[name].build(tmp_path, HashEmbedder(384))
+    system = _build(name, tmp_path)
     try:
         system.load(ALICE)
         turn = ALICE.turns[2]
