@@ -5,8 +5,12 @@ rejects, and stays idempotent although LangGraph re-runs a node from its start o
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
@@ -538,3 +542,27 @@ def test_a_review_node_revises_the_last_message_in_place(memory: Memory, saver: 
     state = graph.invoke(Command(resume=True), config("t1"))
     assert [m.id for m in state["messages"]] == ["h-1", "ai-1"]
     assert state["messages"][-1].content == "Your refund is on its way. [Greet the customer by name.]"
+
+
+# -- the example --------------------------------------------------------------------------------
+
+@pytest.mark.minilm
+@pytest.mark.slow
+def test_the_example_runs_offline(tmp_path: Path) -> None:
+    from mnemic.core.embeddings import WeightsNotFoundError, find_weights
+
+    try:
+        find_weights()
+    except WeightsNotFoundError as exc:
+        pytest.skip(f"MiniLM weights not available: {exc}")
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "MNEMIC_LLM"}
+    out = subprocess.run([sys.executable, str(root / "examples" / "langgraph_feedback.py"), str(tmp_path / "store")],
+                         capture_output=True, text=True, timeout=600, check=True, env=env).stdout
+    second = out.split("[alice / t2]", 1)[1].split("[bob / t3]", 1)[0]
+    assert "Questions? support@example.com" in second  # the lesson from t1 revised alice's next draft
+    assert "(changed by the lesson: Always end with the support address.)" in second
+    assert "support@example.com" not in out.split("[bob / t3]", 1)[1].split("[alice / t4]", 1)[0]
+    assert "approved=False  learned=0  withdrawn=1" in out
+    assert "[invalid] Always end with the support address." in out
+    assert "bob's lessons: []" in out

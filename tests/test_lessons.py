@@ -3,6 +3,8 @@ kept out of everything that serves ordinary memory."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from scripted_llm import ScriptedLLM
 
@@ -32,6 +34,11 @@ def test_a_lesson_is_stored_with_its_place_and_provenance(lessons: LessonStore, 
     assert memory.history(lesson.id)[0].actor == "reviewer:bob"
     summary = lessons.list(user_id="alice")[0].summary()
     assert (summary["flow"], summary["step"], summary["reviewer"]) == ("writer", "draft", "bob")
+    assert json.loads(json.dumps(summary)) == {  # what `mnemic lessons list --json` prints
+        "id": lesson.id, "text": "Cite a source for every claim.", "user_id": "alice", "flow": "writer",
+        "step": "draft", "state": "valid", "invalid_reason": None, "reviewer": "bob", "thread": "t1",
+        "review": "r1", "framework": "langgraph", "feedback": "Cite sources!",
+        "created_at": lesson.created_at.isoformat()}
 
 
 def test_the_same_words_at_two_places_are_two_lessons(lessons: LessonStore) -> None:

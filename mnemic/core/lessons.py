@@ -205,13 +205,15 @@ class Lesson:
         return self.record.created_at
 
     def summary(self) -> dict[str, Any]:
-        """A JSON-ready dict (CLI `--json`, interrupt payloads)."""
-        return {
-            "id": self.id, "text": self.text, "user_id": self.user_id, "flow": self.flow, "step": self.step,
-            "state": self.state, "invalid_reason": self.invalid_reason, "reviewer": self.reviewer,
-            "thread": self.thread, "review": self.review, "framework": self.framework,
-            "feedback": self.feedback, "created_at": self.created_at.isoformat(),
-        }
+        """A JSON-ready dict of every property above (CLI `--json`, interrupt payloads)."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in _SUMMARY_FIELDS}
+        out["created_at"] = self.created_at.isoformat()
+        return out
+
+
+# What `Lesson.summary()` shows, in order; `where` is left out (it is derived from flow and step).
+_SUMMARY_FIELDS = ("id", "text", "user_id", "flow", "step", "state", "invalid_reason", "reviewer", "thread",
+                   "review", "framework", "feedback", "created_at")
 
 
 def _label(value: Any) -> str | None:
