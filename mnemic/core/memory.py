@@ -72,8 +72,9 @@ class Memory:
     `Memory("./.mnemic")` opens (or creates) an embedded store; `Memory(client=chromadb.HttpClient(...))`
     uses a Chroma server; `Memory()` is a private temporary store removed on `close()`.
 
-    `llm=` (a litellm model string, or any callable `(messages, schema) -> str | dict`) distils
-    turns into facts and reconciles them; without one, deterministic rules do both. Recall never
+    `llm=` (a litellm model string, a LangChain chat model, a CrewAI LLM, or any callable
+    `(messages, schema) -> str | dict`) distils turns into facts and reconciles them; without one,
+    deterministic rules do both. Recall never
     calls it. `policy=` (a MemoryPolicy, a dict of its fields, or a mode name) is stored as the
     namespace's memory policy; without it the stored one applies (explicit when none was stored).
     """
@@ -384,7 +385,8 @@ class Memory:
 
     def observe(self, messages: Any, *, user_id: str | None, session_id: str | None = None,
                 turn: int | None = None, memory: bool = True, scope: str | None = None,
-                metadata: dict[str, Any] | None = None) -> None:
+                metadata: dict[str, Any] | None = None, task: str | None = None,
+                agent_llm: Any = None) -> None:
         """Hand memory a finished turn and return at once; the caller is never delayed.
 
         Under policy mode `auto` the turn is distilled into facts in the background (one LLM call
@@ -395,10 +397,16 @@ class Memory:
         Messages are dicts `{"role", "content"}` or LangChain-style objects; reasoning is dropped.
         `metadata` (provenance such as the agent or task that produced the turn) is kept on every
         fact distilled from it.
+
+        `task` makes the turn a finished agent task: `task` is the instruction the agent was given
+        (shown to the extractor, never stored), the user messages are what the user or tenant
+        provided for it, and the assistant messages are the agent's result, whose statements are
+        kept as facts with author "agent". `agent_llm` is the LLM the agent runs on (any kind `llm=`
+        takes): it extracts this turn when this Memory has no LLM of its own, in one call.
         """
         self._gate.check()
         self._conversations.observe(messages, user_id=user_id, session_id=session_id, turn=turn, memory=memory,
-                                    scope=scope, metadata=metadata)
+                                    scope=scope, metadata=metadata, task=task, agent_llm=agent_llm)
 
     def memorize(self, session_id: str | None = None, *, user_id: str | None, messages: Any = None,
                  scope: str | None = None, timeout: float | None = None) -> builtins.list[MemoryRecord]:
@@ -427,7 +435,10 @@ class Memory:
     def recall(self, query: str, *, user_id: str | None, limit: int = 10, scope: str | Sequence[str] | None = None,
                categories: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
                source: str | None = None, min_score: float = 0.0) -> builtins.list[MemoryMatch]:
-        """The user's servable facts most relevant to `query`, best first, each explained."""
+        """The user's servable facts most relevant to `query`, best first, each explained.
+
+        `kinds` narrows what is served; without it every kind but `lesson` is (lessons are read
+        through `LessonStore`, never mixed into ordinary recall)."""
         self._gate.check()
         return self._reader.recall(query, user_id=user_id, limit=limit, scope=scope, categories=categories,
                                    kinds=kinds, source=source, min_score=min_score)
