@@ -27,13 +27,18 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, RetryPolicy
 
 from mnemic import Memory
+from mnemic.checkpoints import JsonCheckpointSaver, SqliteCheckpointSaver
 from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.lessons import LessonPlace, LessonStore
 from mnemic.flows import human_feedback, review_node
 from mnemic.flows.feedback import PREREVIEW_SCHEMA
 from mnemic.integrations.langgraph import IdentityError
 
-SAVERS: dict[str, Callable[[Any], Any]] = {"InMemorySaver": lambda tmp_path: InMemorySaver()}
+SAVERS: dict[str, Callable[[Any], Any]] = {
+    "InMemorySaver": lambda tmp_path: InMemorySaver(),
+    "JsonCheckpointSaver": lambda tmp_path: JsonCheckpointSaver(tmp_path / "threads"),
+    "SqliteCheckpointSaver": lambda tmp_path: SqliteCheckpointSaver(tmp_path / "threads.sqlite"),
+}
 
 
 class State(TypedDict, total=False):
