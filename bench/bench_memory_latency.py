@@ -2,10 +2,13 @@
 
     python bench/bench_memory_latency.py --records 10000            # a few minutes
     nohup python bench/bench_memory_latency.py --records 10000,100000 > bench/results/latency.log 2>&1 &
+    python bench/bench_memory_latency.py --path STORE --measure-only --remember-only   # remember vs its floor
 
 The store grows to each size in turn (remember_many in batches, one user per batch) until it holds
 that many records (repeated statements merge, so it takes more statements than records), then:
-- remember: single `remember()` calls, embedding included, spread over the users;
+- remember: single `remember()` calls, embedding included, spread over the users, each followed by
+  its reference: embedding another sentence and one plain Chroma `add` of it into a collection of
+  the same database (the floor a durable remember can reach); the ratio of the two is printed;
 - recall: `recall(query, user_id=..., limit=10)` across users, query embedding included;
 - references measured on the same data in the same run, so a busy machine moves both alike:
   the query embedding alone, a raw query on mnemic's own per-user Chroma collection, and plain
@@ -189,6 +192,13 @@ def measure(memory: Any, loader: Loader, args: argparse.Namespace, workdir: Path
 
     users = [u for u in users if memory._store.count(u) > 0]
     queries = [(rng.choice(users), query(rng)) for _ in range(args.recall_samples)]
+    if args.remember_only:
+        queries = []
+    if not queries:
+        measure_remember(memory, users, rng, args, size, result, log)
+        result["peak_rss_mb"] = peak_rss_mb()
+        result["rss_mb"] = current_rss_mb()
+        return result
     for user, text in queries[:20]:  # warm-up: caches, lazy collection handles, allocator growth
         memory.recall(text, user_id=user, limit=10)
     samples = []
@@ -232,18 +242,40 @@ def measure(memory: Any, loader: Loader, args: argparse.Namespace, workdir: Path
             f"p95 {result['plain_chroma_filtered_query_with_embedding']['p95_ms']:.1f} ms")
         del plain
 
-    remember_samples = []
+    measure_remember(memory, users, rng, args, size, result, log)
+    result["peak_rss_mb"] = peak_rss_mb()
+    result["rss_mb"] = current_rss_mb()
+    return result
+
+
+def measure_remember(memory: Any, users: Sequence[str], rng: random.Random, args: argparse.Namespace, size: int,
+                     result: dict[str, Any], log: Callable[[str], None]) -> None:
+    embedder = memory.embedder
+    # remember() against its floor, measured in turns so a busy machine moves both alike: embedding
+    # the text and one plain Chroma add of it (document, vector, the user in metadata) into a
+    # collection of the same database.
+    reference = memory._store.client.get_or_create_collection(  # bypasses mnemic on purpose
+        f"bench-plain-add-{size}", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    remember_samples, reference_samples = [], []
     for i in range(args.remember_samples):
         user = users[i % len(users)]
         text = sentence(rng) + f" (note {size}-{i})"
         began = time.perf_counter()
         memory.remember(text, user_id=user)
         remember_samples.append(time.perf_counter() - began)
+        text = sentence(rng) + f" (plain {size}-{i})"
+        began = time.perf_counter()
+        vector = embedder.embed([text])
+        reference.add(ids=[f"plain-{size}-{i}"], documents=[text], embeddings=vector, metadatas=[{"user_id": user}])
+        reference_samples.append(time.perf_counter() - began)
     result["remember"] = summary_ms(remember_samples)
-    log(f"  remember p50 {result['remember']['p50_ms']:.1f} ms, p95 {result['remember']['p95_ms']:.1f} ms")
-    result["peak_rss_mb"] = peak_rss_mb()
-    result["rss_mb"] = current_rss_mb()
-    return result
+    result["embed_plus_plain_add"] = summary_ms(reference_samples)
+    result["remember_ratio_p50"] = result["remember"]["p50_ms"] / result["embed_plus_plain_add"]["p50_ms"]
+    result["remember_ratio_p95"] = result["remember"]["p95_ms"] / result["embed_plus_plain_add"]["p95_ms"]
+    log(f"  remember p50 {result['remember']['p50_ms']:.1f} ms, p95 {result['remember']['p95_ms']:.1f} ms; "
+        f"embed + plain Chroma add p50 {result['embed_plus_plain_add']['p50_ms']:.1f} ms, "
+        f"p95 {result['embed_plus_plain_add']['p95_ms']:.1f} ms; ratio p50 {result['remember_ratio_p50']:.2f}, "
+        f"p95 {result['remember_ratio_p95']:.2f}")
 
 
 def main() -> None:
@@ -256,6 +288,8 @@ def main() -> None:
     parser.add_argument("--recall-samples", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-plain-chroma", dest="plain_chroma", action="store_false")
+    parser.add_argument("--remember-only", action="store_true",
+                        help="measure remember() and its reference (embed + one plain Chroma add) only")
     parser.add_argument("--path", type=Path, default=None,
                         help="store folder, kept afterwards (default: a temporary one, removed)")
     parser.add_argument("--measure-only", action="store_true",
@@ -316,18 +350,24 @@ def print_table(results: Sequence[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(title="mnemic remember/recall latency (ms) and memory")
-    for column in ("records", "remember p50/p95", "recall p50/p95", "embed p50", "raw Chroma p50",
-                   "plain Chroma+embed p50/p95", "peak RSS"):
+    for column in ("records", "remember p50/p95", "embed+add p50/p95", "ratio p50/p95", "recall p50/p95",
+                   "embed p50", "raw Chroma p50", "plain Chroma+embed p50/p95", "peak RSS"):
         table.add_column(column, justify="right")
+
+    def cell(r: dict[str, Any], key: str) -> str:
+        found = r.get(key)
+        return f"{found['p50_ms']:.1f} / {found['p95_ms']:.1f}" if found else "—"
+
     for r in results:
-        plain = r.get("plain_chroma_filtered_query_with_embedding")
         table.add_row(
             f"{r['records']:,}",
-            f"{r['remember']['p50_ms']:.1f} / {r['remember']['p95_ms']:.1f}",
-            f"{r['recall']['p50_ms']:.1f} / {r['recall']['p95_ms']:.1f}",
-            f"{r['query_embedding']['p50_ms']:.1f}",
-            f"{r['raw_user_collection_query']['p50_ms']:.1f}",
-            f"{plain['p50_ms']:.1f} / {plain['p95_ms']:.1f}" if plain else "—",
+            cell(r, "remember"),
+            cell(r, "embed_plus_plain_add"),
+            f"{r['remember_ratio_p50']:.2f} / {r['remember_ratio_p95']:.2f}",
+            cell(r, "recall"),
+            f"{r['query_embedding']['p50_ms']:.1f}" if "query_embedding" in r else "—",
+            f"{r['raw_user_collection_query']['p50_ms']:.1f}" if "raw_user_collection_query" in r else "—",
+            cell(r, "plain_chroma_filtered_query_with_embedding"),
             f"{r['peak_rss_mb']:.0f} MB",
         )
     Console().print(table)

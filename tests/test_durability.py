@@ -14,7 +14,6 @@ import pytest
 
 from mnemic import EmbedderMismatchError, Memory, StoreLockedError
 from mnemic.core.embeddings import HashEmbedder
-from mnemic.core.lexical import LexicalIndex
 
 OPEN_AND_HOLD = textwrap.dedent(
     """
@@ -60,21 +59,39 @@ def test_one_process_may_open_several_namespaces_on_one_path(store_path: Path) -
     holder.wait()
 
 
-def test_crash_after_chroma_write_is_repaired_on_open(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_record_the_keyword_index_lost_is_reindexed_on_open(store_path: Path) -> None:
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         memory.remember("indexed normally", user_id="u")
-
-        def crash(self: LexicalIndex, *args: object, **kwargs: object) -> None:
-            raise OSError("simulated crash before the lexical index was written")
-
-        monkeypatch.setattr(LexicalIndex, "upsert", crash)
-        with pytest.raises(OSError):
-            memory.remember("Quokka sightings are logged on Rottnest.", user_id="u")
-        monkeypatch.undo()
+        record = memory.remember("Quokka sightings are logged on Rottnest.", user_id="u")
+        assert record is not None
+        # As if the local database had lost the row:
+        memory._lexical.delete(memory._store.collection_name("u"), [record.id])
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         matches = memory.recall("quokka", user_id="u")
         assert [m.record.text for m in matches] == ["Quokka sightings are logged on Rottnest."]
         assert "quokka" in matches[0].breakdown.matched_terms  # found by the repaired keyword index
+
+
+DIE_BEFORE_THE_CHROMA_WRITE = textwrap.dedent(
+    """
+    import os, sys
+    from mnemic import Memory, HashEmbedder
+    from mnemic.core.store import ChromaStore
+    memory = Memory(sys.argv[1], embedder=HashEmbedder())
+    memory.remember("indexed normally", user_id="u")
+    ChromaStore.add = lambda self, user_id, rows: os._exit(9)  # dies after the local commit
+    memory.remember("Quokka sightings are logged on Rottnest.", user_id="u")
+    """
+)
+
+
+def test_a_crash_between_the_local_commit_and_chroma_leaves_nothing_claimed(store_path: Path) -> None:
+    died = subprocess.run([sys.executable, "-c", DIE_BEFORE_THE_CHROMA_WRITE, str(store_path)], check=False)
+    assert died.returncode == 9
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert [r.text for r in memory.list(user_id="u")] == ["indexed normally"]
+        assert memory.recall("quokka", user_id="u") == []
+        assert memory._lexical.search("quokka", user_id="u", limit=5) == []  # the stale row was repaired away
 
 
 def test_crash_before_the_record_landed_leaves_no_history_claim(
@@ -146,3 +163,136 @@ def test_a_namespace_refuses_a_different_embedder(store_path: Path) -> None:
         Memory(store_path, embedder=HashEmbedder(128))
     with Memory(store_path, embedder=HashEmbedder(256)) as memory:  # nothing was lost
         assert len(memory.list(user_id="u")) == 1
+
+
+def _unreachable(memory: Memory, user_id: str) -> list[str]:
+    """The user's records that a vector query for every record does not return."""
+    import numpy as np
+
+    collection = memory._store.user_collection(user_id, create=False)
+    assert collection is not None
+    ids = collection.get(include=[])["ids"]
+    probe = np.zeros(memory.embedder.dimension, dtype=np.float32)
+    probe[0] = 1.0
+    found = set(collection.query(query_embeddings=[probe], n_results=len(ids), include=[])["ids"][0])
+    return [i for i in ids if i not in found]
+
+
+NEAR_DUPLICATES = [f"Fact {i} about zebra number {i}." for i in range(72)]
+
+
+def test_near_duplicate_records_are_all_reachable_by_vector(store_path: Path) -> None:
+    # Chroma's default graph left 10 of these 72 out of every vector query (they were in count()
+    # and keyword search, never in a dense pool or a reconcile probe).
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        for text in NEAR_DUPLICATES:
+            memory.remember(text, user_id="u")
+        assert memory._store.count("u") == 72
+        assert _unreachable(memory, "u") == []
+
+
+def test_repair_rebuilds_a_vector_index_that_lost_records(store_path: Path) -> None:
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        # A collection as an older mnemic created it (Chroma's default graph).
+        memory._store.client.create_collection(
+            memory._store.collection_name("u"), embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"mnemic": "memory", "user_id": "u", "namespace": memory.namespace})
+        for text in NEAR_DUPLICATES:
+            memory.remember(text, user_id="u")
+        assert _unreachable(memory, "u")  # the fault repair must mend
+        assert memory.repair() > 0
+        assert _unreachable(memory, "u") == []
+        assert memory._store.count("u") == 72
+        assert [m.record.text for m in memory.recall("Fact 7 about zebra number 7", user_id="u", limit=1)] \
+            == ["Fact 7 about zebra number 7."]
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert _unreachable(memory, "u") == []
+        assert len(memory.list(user_id="u", limit=100)) == 72
+
+
+KILL_WHILE_REMEMBERING = textwrap.dedent(
+    """
+    import sys
+    from mnemic import Memory, HashEmbedder
+    memory = Memory(sys.argv[1], embedder=HashEmbedder())
+    start = int(sys.argv[2])
+    for i in range(start, start + 1000):
+        record = memory.remember(f"Fact {i} about zebra number {i}.", user_id="u")
+        print(record.id, flush=True)
+    """
+)
+
+
+def test_after_sigkill_every_acknowledged_record_is_in_both_indexes(store_path: Path) -> None:
+    acknowledged: list[str] = []
+    for start in (0, 1000):
+        proc = subprocess.Popen([sys.executable, "-c", KILL_WHILE_REMEMBERING, str(store_path), str(start)],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        # Killed mid-remember, past the point where Chroma saves its index (100 writes), so the
+        # reopened index is the one built one record at a time, where near-duplicates got lost.
+        while len(acknowledged) < (130 if start == 0 else 170):
+            acknowledged.append(proc.stdout.readline().strip())
+        os.kill(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        acknowledged += out.split()
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        stored = {r.id for r in memory.list(user_id="u", limit=100_000)}
+        assert set(acknowledged) <= stored
+        assert _unreachable(memory, "u") == []
+        for record_id in acknowledged[:: max(1, len(acknowledged) // 10)]:
+            text = memory.get(record_id).text
+            assert memory._lexical.search(text, user_id="u", limit=100_000)  # in the keyword index too
+
+
+QUEUE_UNTIL_KILLED = textwrap.dedent(
+    """
+    import sys
+    from mnemic import Memory, HashEmbedder
+    memory = Memory(sys.argv[1], embedder=HashEmbedder())
+    call = 0
+    while True:
+        ids = memory.remember_many([f"Call {call} statement {j}: parcel {call}-{j} left depot {j}." for j in range(10)],
+                                   user_id="u")
+        print(" ".join(ids), flush=True)
+        call += 1
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.4, 1.2])
+def test_what_remember_many_acknowledged_survives_sigkill(store_path: Path, delay: float) -> None:
+    # The full harness (30+ trials, also through a server): bench/bench_remember_many_kill.py.
+    proc = subprocess.Popen([sys.executable, "-c", QUEUE_UNTIL_KILLED, str(store_path)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    time.sleep(delay)
+    os.kill(proc.pid, signal.SIGKILL)
+    rest, _ = proc.communicate()
+    output = first + rest
+    whole_lines = output.splitlines() if output.endswith("\n") else output.splitlines()[:-1]
+    acknowledged = [record_id for line in whole_lines for record_id in line.split()]
+    assert len(acknowledged) >= 10
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        stored = {r.id for r in memory.list(user_id="u", limit=100_000)}
+        assert [i for i in acknowledged if i not in stored] == []
+        assert memory.recall("parcel 0-3 left depot 3", user_id="u")[0].record.text.startswith("Call 0 statement 3")
+
+
+def test_an_older_embedded_store_keeps_its_audit_trail(store_path: Path) -> None:
+    from mnemic.core.store.history import ChromaHistory
+
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        record = memory.remember("Hana rides a green bicycle.", user_id="hana")
+        assert record is not None
+        memory.invalidate(record.id, reason="sold it")
+        trail = [memory._records.history.for_record(record.id)]
+        # As an older mnemic kept it: the trail in a Chroma collection, not in the local database.
+        ChromaHistory(memory._store).add(trail[0])
+        memory._records.history.clear()
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert [(h.action, h.reason) for h in memory.history(record.id)] == [("add", None), ("invalidate", "sold it")]
+        assert memory._store.history_collection(create=False) is None  # moved out of Chroma

@@ -577,7 +577,9 @@ def test_history_records_ingests_and_removals(mem: Memory, tmp_path: Path, monke
     assert mem.knowledge.history(single.id)[0].after == REFUND
     mem.knowledge.delete(single.id, reason="outdated")
     removed = mem.knowledge.history(single.id)[-1]
-    assert (removed.action, removed.before, removed.reason) == ("delete", REFUND, "outdated")
+    # A removal erases the chunk's text, from the audit trail too; who removed it and why stay.
+    assert (removed.action, removed.before, removed.reason) == ("delete", None, "outdated")
+    assert mem.knowledge.history(single.id)[0].after is None
     mem.knowledge.delete_source(str(path), actor="erin")
     assert [(e.action, e.actor) for e in mem.knowledge.history(chunks[-1].id)] == [("add", "dana"), ("delete", "erin")]
     with pytest.raises(KeyError):

@@ -260,3 +260,18 @@ def test_records_in_the_older_one_key_per_field_form_are_read_and_compacted_when
         assert set(stored["metadatas"][0]) == {"record", "kind", "scope_path", "updated_at"}
         assert memory.get(record.id) == updated
         assert updated.metadata == {"hives": 2} and updated.categories == ["hobby"] and updated.turn == 4
+
+
+def test_a_statement_said_again_after_its_record_went_gets_a_record_and_trail_of_its_own(memory: Memory) -> None:
+    # Record ids derive from owner and text (one record across processes); an id whose record was
+    # invalidated or deleted is not reused.
+    first = memory.remember("Ines sings in a choir.", user_id="ines")
+    assert first is not None
+    memory.invalidate(first.id, reason="she stopped")
+    again = memory.remember("Ines sings in a choir.", user_id="ines")
+    assert again is not None and again.id != first.id
+    assert memory.get(first.id).state == "invalid" and memory.get(again.id).state == "valid"
+    memory.delete(again.id)
+    third = memory.remember("Ines sings in a choir.", user_id="ines")
+    assert third is not None and third.id not in {first.id, again.id}
+    assert [h.action for h in memory.history(third.id)] == ["add"]

@@ -121,3 +121,36 @@ def test_several_processes_can_write_through_one_server(chroma_server: int, name
     with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as memory:
         assert len(memory.list(user_id="shared-user", limit=10_000)) == 450
         assert memory.recall("writer 2 fact 149", user_id="shared-user")[0].record.text == "writer 2 fact 149"
+
+
+SAME_FACTS = textwrap.dedent(
+    """
+    import sys
+    import chromadb
+    from chromadb.config import Settings
+    from mnemic import Memory, HashEmbedder
+    client = chromadb.HttpClient(host="127.0.0.1", port=int(sys.argv[1]),
+                                 settings=Settings(anonymized_telemetry=False))
+    with Memory(client=client, namespace=sys.argv[2], embedder=HashEmbedder()) as memory:
+        print("ready", flush=True)
+        sys.stdin.readline()  # every writer starts at once
+        for i in range(20):
+            memory.remember(f"Shared fact number {i}: the depot opens at {i} o'clock.", user_id="shared-user")
+    """
+)
+
+
+def test_processes_writing_the_same_facts_through_a_server_store_each_once(chroma_server: int, namespace: str) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", SAME_FACTS, str(chroma_server), namespace],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        assert proc.wait(timeout=300) == 0
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as memory:
+        texts = [r.text for r in memory.list(user_id="shared-user", limit=1000)]
+        assert sorted(texts) == sorted(f"Shared fact number {i}: the depot opens at {i} o'clock." for i in range(20))

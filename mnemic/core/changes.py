@@ -192,6 +192,8 @@ class RecordChanges:
         self._writer.drain()
         users = [owner] if owner is not None else self._store.users()
         erased = 0
+        whole_user = owner is not None and scope is None and not cats and cutoff is None and id_set is None
+        partial: dict[str, list[str]] = {}
         with self._records.lock:
             for who in users:
                 doomed = []
@@ -206,12 +208,20 @@ class RecordChanges:
                     if cutoff is not None and record.created_at >= cutoff:
                         continue
                     doomed.append(record)
-                erased += self._records.erase(who, doomed, actor=actor)
-        whole_user = owner is not None and scope is None and not cats and cutoff is None and id_set is None
-        if not whole_user:
-            return ErasureReport(erased)
+                # Erasing a whole user drops their collection, and Chroma's write log of it.
+                erased += self._records.erase(who, doomed, actor=actor, drop_collection=whole_user, scrub=False)
+                if doomed and not whole_user:
+                    partial[who] = [r.id for r in doomed]
+            if not whole_user:
+                self._records.scrub(partial)  # once, after every user's records are gone
+                return ErasureReport(erased)
         assert owner is not None
-        return ErasureReport(erased, self._retained.erase_user(owner))
+        outcome = self._retained.erase_user(owner)
+        with self._records.lock:
+            # After what the namespace kept of the user beside their records (kickoff outputs and
+            # runs may live in Chroma too): one scrub of the files for all of it.
+            self._records.scrub({})
+        return ErasureReport(erased, outcome)
 
     def reset(self) -> None:
         self._writer.drain()
@@ -225,5 +235,7 @@ class RecordChanges:
             if embedder is not None:
                 kept["embedder"] = embedder
             self._store.drop_namespace()
+            self._records.history.clear()
             for key, value in kept.items():
                 self._store.put_setting(key, value)
+            self._records.scrub({})

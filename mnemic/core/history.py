@@ -8,8 +8,9 @@ the record's and `applied_entries` leaves it out: the trail never claims a chang
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -81,3 +82,38 @@ def applied_entries(raw: list[dict[str, Any]], current_version: int | None) -> l
     # Gone: the trail is true up to its last removal. Without one the record never landed.
     removals = [i for i, e in enumerate(entries) if e.action in ("delete", "forget")]
     return entries[: removals[-1] + 1] if removals else []
+
+
+# What an entry may keep of a record whose text was erased: who did what, when, to which version.
+_REDACTED_KEEPS = ("entry_id", "record_id", "user_id", "action", "actor", "state_before", "state_after",
+                   "at", "at_ts", "version")
+
+
+def redacted(raw: dict[str, Any]) -> dict[str, Any]:
+    """An entry without anything the record said: its texts, and the reason and details, which can
+    quote them (a merge's reason quotes the repeated statement). Marked so a reader can tell."""
+    kept = {key: raw[key] for key in _REDACTED_KEEPS if key in raw}
+    return {**kept, "before": None, "after": None, "reason": None, "details": {"redacted": True}}
+
+
+class HistoryLog(Protocol):
+    """Where a namespace's audit entries live: Chroma (shared by every process of a server) or the
+    local database of an embedded store. Entries are dicts made by `entry()`."""
+
+    def add(self, entries: Sequence[dict[str, Any]]) -> None: ...
+
+    def for_record(self, record_id: str) -> list[dict[str, Any]]: ...
+
+    def ids_for_records(self, record_ids: Sequence[str]) -> list[str]: ...
+
+    def removed(self, record_ids: Sequence[str]) -> set[str]:
+        """Which of `record_ids` were deleted or erased once (their id is not free for a new record)."""
+        ...
+
+    def delete(self, entry_ids: Sequence[str]) -> None: ...
+
+    def redact(self, record_ids: Sequence[str]) -> None: ...
+
+    def clear(self) -> None:
+        """Every entry of the namespace (reset)."""
+        ...

@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from .identity import anonymous_user_id
 from .policy import MemoryPolicy
-from .records import AUTHORS, KINDS, SOURCE_KINDS, UNCONFIRMED_SOURCE_KINDS, MemoryRecord, text_hash, utcnow
+from .records import (
+    AUTHORS,
+    KINDS,
+    SOURCE_KINDS,
+    UNCONFIRMED_SOURCE_KINDS,
+    MemoryRecord,
+    record_id_for,
+    text_hash,
+    utcnow,
+)
 from .safety import SecretRefusedError, find_secrets, secret_fields, sensitive_category
 from .scopes import normalise_scope
 from .stats import WriteStats
@@ -187,8 +195,11 @@ class Intake:
                    ttl: float | None, kind: str, created_at: datetime | None, topic: str | None,
                    now: datetime) -> MemoryRecord:
         state = "pending" if source_kind in UNCONFIRMED_SOURCE_KINDS else "valid"
+        digest = text_hash(text)
         return MemoryRecord(
-            id=uuid.uuid4().hex, text=text, hash=text_hash(text), kind=kind, user_id=owner,
+            id=record_id_for(self.namespace, owner, kind, digest, scope=scope, state=state, private=private,
+                             source=source),
+            text=text, hash=digest, kind=kind, user_id=owner,
             namespace=self.namespace, scope=scope, categories=categories, topic=topic,
             importance=importance, author=author, source_kind=source_kind,
             session_id=session, turn=turn, state=state, created_at=created_at or now, updated_at=now,

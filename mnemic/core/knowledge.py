@@ -62,6 +62,7 @@ from .lexical import LexicalIndex, matched_terms
 from .ranking import Candidate, RecallWeights, fuse
 from .records import text_hash, utcnow
 from .safety import contains_secret, find_secrets
+from .scrub import Scrubber
 from .store import StoredRow
 from .store.knowledge import HISTORY_IDS_PER_ENTRY, KnowledgeCollection
 from .validation import check_clean, check_limit, check_text
@@ -118,7 +119,7 @@ def _history_entries(action: Literal["add", "delete"], chunks: Sequence[Knowledg
             "entry_id": uuid.uuid4().hex, "record_id": single.id if single else (group or "bulk"),
             "record_ids": [c.id for c in part], "user_id": "*", "action": action, "actor": actor,
             "reason": reason,
-            "before": single.text if single and action == "delete" else None,
+            "before": None,  # a removal erases the text: its entry keeps none
             "after": single.text if single and action == "add" else None,
             "at": now.isoformat(), "at_ts": now.timestamp(), "version": 1 if action == "add" else 2,
             "details": {"chunks": len(chunks), "sources": sources[:50], "group": group},
@@ -138,7 +139,8 @@ class KnowledgeStore:
                  embedder: Callable[[], Embedder], llm: Callable[[], Any], weights: Callable[[], RecallWeights],
                  policy: Callable[..., Any], max_text_chars: int, single_writer: bool,
                  refuse_secrets: Callable[..., None], count_secrets: Callable[[list[str]], None],
-                 chunk_chars: int = CHUNK_CHARS, overlap_chars: int = OVERLAP_CHARS) -> None:
+                 chunk_chars: int = CHUNK_CHARS, overlap_chars: int = OVERLAP_CHARS,
+                 scrubber: Scrubber | None = None) -> None:
         self.namespace = namespace
         self.chunk_chars = chunk_chars
         self.overlap_chars = overlap_chars
@@ -151,6 +153,7 @@ class KnowledgeStore:
         self._policy = policy
         self._max_text_chars = max_text_chars
         self._single_writer = single_writer
+        self._scrubber = scrubber
         # Fields named by the caller (source, added_by, reason) raise SecretRefusedError; chunks
         # holding a secret are skipped, reported in IngestResult.refused and counted in stats.
         self._refuse_secrets = refuse_secrets
@@ -508,7 +511,21 @@ class KnowledgeStore:
             generation = self._collection.generation()
             if generation is not None:
                 self._lexical.set_watermark(self._collection.name, generation)
+            self._erase_texts(None, dropped=True)
             return len(chunks)
+
+    def _erase_texts(self, chunk_ids: Sequence[str] | None, *, dropped: bool = False) -> None:
+        """Erasure that erases: the removed chunks' texts leave the audit trail (None: every
+        entry's), and the store's files (see scrub.py)."""
+        redacted = self._collection.redact_history(chunk_ids)
+        if self._scrubber is None:
+            return
+        chunks, audit = self._collection.handles()
+        if chunk_ids and not dropped:
+            self._scrubber.rebuild_if_logged(chunks, self._collection.name, chunk_ids)
+        self._scrubber.rebuild_if_logged(audit, self._collection.history_name, redacted)
+        self._collection.forget_handles()
+        self._scrubber.finish()
 
     def _remove(self, chunks: builtins.list[KnowledgeChunk], *, actor: str, reason: str | None) -> None:
         generation = _new_generation()
@@ -523,6 +540,7 @@ class KnowledgeStore:
             raise
         self._lexical.delete(self._collection.name, (c.id for c in chunks))
         self._lexical.set_watermark(self._collection.name, generation)
+        self._erase_texts([c.id for c in chunks])
 
     # -- policy -----------------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import json
 import math
 import re
 import sqlite3
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from . import links as link_table
 from .links import Link
+from .local_db import LocalDatabase
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 COVERAGE_CAP = 5000
@@ -84,13 +84,14 @@ class LexicalIndex:
     another's rows.
     """
 
-    def __init__(self, path: str | Path | None, *, namespace: str = "default") -> None:
-        target = ":memory:" if path is None else str(path)
+    def __init__(self, database: LocalDatabase | str | Path | None, *, namespace: str = "default") -> None:
+        # Given a LocalDatabase, the index shares its connection (and transactions) with the audit
+        # trail and the write journal; given a path (or None: in memory) it opens its own.
         self.namespace = namespace
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=MEMORY")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._owns_database = not isinstance(database, LocalDatabase)
+        self._local = database if isinstance(database, LocalDatabase) else LocalDatabase(database)
+        self._lock = self._local.lock
+        self._db = self._local.connection
         self._upgrade_schema()
         self._db.executescript(
             """
@@ -122,15 +123,10 @@ class LexicalIndex:
             version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
             if version >= SCHEMA_VERSION:
                 return
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._local.transaction():
                 for table in ("lexical", "indexed", "sync_state", *link_table.TABLES):
                     self._db.execute(f"DROP TABLE IF EXISTS {table}")
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
 
     def owner(self, user_id: str) -> str:
         return owner_token(self.namespace, user_id)
@@ -157,17 +153,12 @@ class LexicalIndex:
         """Change the schema, and empty the index: what an index from before the change holds lacks
         what the change adds (turn places, links), so its watermarks are forgotten and the repair
         on open reads every record again."""
-        self._db.execute("BEGIN")
-        try:
+        with self._local.transaction():
             for statement in statements:
                 self._db.execute(statement)
             self._db.execute("DELETE FROM lexical")
             self._db.execute("DELETE FROM indexed")
             self._db.execute("DELETE FROM sync_state")
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -176,39 +167,27 @@ class LexicalIndex:
         """Rows of (record_id, collection, user_id, text, version); `turns` places the records that
         are conversation turns: record_id -> (session_id, turn)."""
         turns = turns or {}
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                for record_id, collection, user_id, text, version in rows:
-                    self._delete_one(collection, record_id)
-                    owner = self.owner(user_id)
-                    cursor = self._db.execute(
-                        "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)", (text, owner, record_id),
-                    )
-                    link_table.add_links(self._db, owner=owner, record_id=record_id,
-                                         words=link_table.link_words(text, STOPWORDS))
-                    session, turn = turns.get(record_id, (None, None))
-                    self._db.execute(
-                        "INSERT INTO indexed(record_id, fts_rowid, collection, version, session_id, turn) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        (record_id, cursor.lastrowid, collection, version, session, turn),
-                    )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._local.transaction():
+            for record_id, collection, user_id, text, version in rows:
+                self._delete_one(collection, record_id)
+                owner = self.owner(user_id)
+                cursor = self._db.execute(
+                    "INSERT INTO lexical(body, owner, record_id) VALUES (?, ?, ?)", (text, owner, record_id),
+                )
+                link_table.add_links(self._db, owner=owner, record_id=record_id,
+                                     words=link_table.link_words(text, STOPWORDS))
+                session, turn = turns.get(record_id, (None, None))
+                self._db.execute(
+                    "INSERT INTO indexed(record_id, fts_rowid, collection, version, session_id, turn) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (record_id, cursor.lastrowid, collection, version, session, turn),
+                )
 
     def delete(self, collection: str, record_ids: Iterable[str]) -> None:
         """Drop the rows of `record_ids` in one collection (the same id elsewhere is another row)."""
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                for record_id in record_ids:
-                    self._delete_one(collection, record_id)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._local.transaction():
+            for record_id in record_ids:
+                self._delete_one(collection, record_id)
 
     def _delete_one(self, collection: str, record_id: str) -> None:
         row = self._db.execute("SELECT fts_rowid FROM indexed WHERE collection = ? AND record_id = ?",
@@ -370,9 +349,28 @@ class LexicalIndex:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT DISTINCT collection FROM indexed")]
 
-    def close(self) -> None:
+    def known(self, record_ids: Sequence[str]) -> set[str]:
+        """Which of `record_ids` the index holds (in any namespace sharing the file: a hint that
+        saves a Chroma read for ids it lacks, never a reason to serve)."""
+        found: set[str] = set()
         with self._lock:
-            self._db.close()
+            for start in range(0, len(record_ids), 500):
+                chunk = list(record_ids[start:start + 500])
+                marks = ",".join("?" * len(chunk))
+                found.update(r[0] for r in self._db.execute(
+                    f"SELECT record_id FROM indexed WHERE record_id IN ({marks})", chunk))
+        return found
+
+    def scrub(self) -> None:
+        """After an erasure: rewrite the full-text index without the deleted rows' postings (FTS5
+        keeps a deleted row's words in its older segments until they merge), then scrub the file."""
+        with self._local.transaction():
+            self._db.execute("INSERT INTO lexical(lexical) VALUES ('optimize')")
+        self._local.scrub()
+
+    def close(self) -> None:
+        if self._owns_database:
+            self._local.close()
 
 
 def matched_terms(query: str, text: str) -> list[str]:

@@ -27,10 +27,11 @@ class LexicalSync:
         self._single_writer = single_writer
         self._last_sync: dict[str, float] = {}
 
-    def repair(self) -> int:
+    def repair(self, *, full: bool = False) -> int:
         """Bring every user's index entries in line with Chroma; returns how many were added,
-        changed or dropped."""
-        return sum(self.sync_user(user_id) for user_id in self._store.users())
+        changed or dropped. `full` reads every record, not only those changed since the watermark
+        (after a crash, an entry can be ahead of a change that never landed)."""
+        return sum(self.sync_user(user_id, full=full) for user_id in self._store.users())
 
     def maybe_sync(self, user_id: str) -> None:
         """Before a read: catch up with other processes' writes, when there can be any."""
@@ -41,12 +42,12 @@ class LexicalSync:
             self._last_sync[user_id] = now
             self.sync_user(user_id)
 
-    def sync_user(self, user_id: str) -> int:
+    def sync_user(self, user_id: str, *, full: bool = False) -> int:
         collection = self._store.collection_name(user_id)
         indexed = self._lexical.versions(collection)
         watermark = self._lexical.watermark(collection)
         count = self._store.count(user_id)
-        if watermark is not None and count == len(indexed):
+        if not full and watermark is not None and count == len(indexed):
             # Only records written after the watermark can be missing or stale.
             rows = self._store.iterate(user_id, where={"updated_at": {"$gte": watermark - 1.0}})
             records = [self._records.decode(row) for row in rows]

@@ -16,6 +16,7 @@ Every read re-checks ownership, state and expiry on records fetched from Chroma 
 from __future__ import annotations
 
 import builtins
+import logging
 import shutil
 import tempfile
 import threading
@@ -29,13 +30,15 @@ from .codec import NEVER
 from .conversations import Conversations
 from .embeddings import Embedder, resolve_embedder
 from .gate import OpenGate
-from .history import HistoryEntry
+from .history import HistoryEntry, HistoryLog
 from .identity import recognise
 from .intake import Intake
 from .knowledge import KnowledgeStore
 from .lexical import LexicalIndex
 from .lexical_sync import LexicalSync
 from .llm import check_llm
+from .local_db import LocalDatabase
+from .local_history import LocalHistory
 from .lock import acquire_store_lock
 from .namespace_policy import NamespacePolicy
 from .notes import NoteStore
@@ -46,17 +49,22 @@ from .recall import RecallPipeline
 from .reconcile import thresholds_for
 from .record_writer import RecordWriter
 from .records import MemoryMatch, MemoryRecord
+from .recovery import Recovery
 from .retention import ErasableState, ErasureReport, RetainedPlace
 from .runs import RunLog
 from .scopes import ROOT
+from .scrub import Scrubber
 from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, RunCollection, make_persistent_client
+from .store.history import ChromaHistory
 from .validation import MAX_TEXT_CHARS, check_optional_str
 from .views import MemoryView
+from .write_journal import Journaled, WriteJournal
 from .write_pipeline import WritePipeline, describe_queued
-from .writer import BackgroundWriteError, BackgroundWriter
+from .writer import BackgroundWriteError, BackgroundWriter, PartialBatchFailure
 
+log = logging.getLogger("mnemic")
 
 class Memory:
     """Long-term memory for agents. See the README for a tour.
@@ -118,15 +126,28 @@ class Memory:
         self._max_text_chars = max_text_chars
         self.stats = WriteStats()
         self._gate = OpenGate()
-        self._store = ChromaStore(client, self.namespace)
+        self._store = ChromaStore(client, self.namespace, cache_settings=self.mode == "embedded")
         self._store.check_embedder(self.embedder.name, int(self.embedder.dimension))
-        self._lexical = LexicalIndex(lexical_file, namespace=self.namespace)
+        # The local database: keyword index, the audit trail of an embedded store, the write journal.
+        self._local = LocalDatabase(lexical_file)
+        self._lexical = LexicalIndex(self._local, namespace=self.namespace)
         self._intake = Intake(namespace=self.namespace, stats=self.stats, max_text_chars=max_text_chars)
-        self._records = RecordWriter(self._store, self._lexical, lambda texts: self.embedder.embed(texts),
+        embed = lambda texts: self.embedder.embed(texts)  # noqa: E731 - the embedder may be swapped
+        history: HistoryLog = (LocalHistory(self._local, self.namespace) if self.mode == "embedded"
+                               else ChromaHistory(self._store))
+        scrubber = Scrubber(self._store, self._lexical, embed, self.path / "chroma" if self.path is not None else None)
+        self._records = RecordWriter(self._store, self._lexical, history, self._local, embed,
+                                     sole_writer=self.mode == "embedded", scrubber=scrubber,
                                      admit=self._intake.admit)
         self._writer = BackgroundWriter(must_not_hold=self._records.lock.held)
         self._wire()
-        self.repair()
+        self._recovery = Recovery(
+            store=self._store, local=self._local, sync=self._sync, namespace=self.namespace, embed=embed,
+            dimension=lambda: int(self.embedder.dimension),
+            local_history=history if isinstance(history, LocalHistory) else None)
+        self._recovery.on_open()
+        self._journal = WriteJournal(self._local, self.namespace)
+        self._replay_journal()
         if initial_policy is not None:
             self.set_policy(initial_policy)
 
@@ -183,7 +204,9 @@ class Memory:
             return
         self._writer.close()
         self._recall.close()
+        self._recovery.on_close()
         self._lexical.close()
+        self._local.close()
         self._gate.close()
         if self._lock_handle is not None:
             self._lock_handle.release()
@@ -319,12 +342,44 @@ class Memory:
         if not prepared:
             return []
         first = prepared[0]
-        self._writer.submit_batched(
-            (first.kind, actor or first.author), prepared,
-            lambda records: self._pipeline.persist_queued(records, actor=actor or records[0].author),
-            describe_queued,
-        )
+        # Journaled before it is acknowledged: what this call returns survives a crash (see write_journal.py).
+        journaled = self._journal.append(prepared, actor=actor or first.author)
+        self._writer.submit_batched((first.kind, actor or first.author), journaled, self._persist_journaled,
+                                    lambda items: describe_queued([j.record for j in items]))
         return [r.id for r in prepared]
+
+    def _persist_journaled(self, items: builtins.list[Journaled]) -> None:
+        """Run on the writer: store a batch of journaled statements, then retire their entries
+        (stored or failed: a failure is reported once, not replayed forever)."""
+        try:
+            self._pipeline.persist_queued([j.record for j in items], actor=items[0].actor)
+        except PartialBatchFailure as partial:
+            lost = {id(r) for r in partial.items}
+            raise PartialBatchFailure([j for j in items if id(j.record) in lost], partial.cause) from None
+        finally:
+            self._journal.done([j.seq for j in items])
+
+    def _replay_journal(self) -> None:
+        """Store what `remember_many()` acknowledged before the last process died (on open)."""
+        pending = self._journal.pending()
+        if not pending:
+            return
+        log.warning("storing %d statement(s) remember_many() accepted before the last process stopped", len(pending))
+        for user_id in dict.fromkeys(j.record.user_id for j in pending):
+            mine = [j for j in pending if j.record.user_id == user_id]
+            holders = self._records.holders(user_id, [j.record.id for j in mine])
+            # A statement whose record landed before the crash is not written again.
+            todo = [j for j in mine if holders.get(j.record.id) is None
+                    or holders[j.record.id].hash != j.record.hash]
+            kept: set[int] = set()
+            for actor in dict.fromkeys(j.actor for j in todo):
+                batch = [j for j in todo if j.actor == actor]
+                try:
+                    self._pipeline.persist_new([j.record for j in batch], actor=actor)
+                except Exception as exc:  # kept for the next open rather than lost
+                    log.error("could not store queued statements of a user on open: %s", exc)
+                    kept.update(j.seq for j in batch)
+            self._journal.done([j.seq for j in mine if j.seq not in kept])
 
     # -- conversations ----------------------------------------------------------------------------
 
@@ -451,6 +506,8 @@ class Memory:
         number of records and says how many of each other thing went.
         """
         self._gate.check()
+        if isinstance(user_id, str) and scope is None and not categories and older_than is None and ids is None:
+            self._journal.erase_user(user_id)  # statements queued for the user (the erasure scrubs the file)
         return self._changes.forget(user_id=user_id, scope=scope, categories=categories, older_than=older_than,
                                     ids=ids, actor=actor)
 
@@ -532,17 +589,17 @@ class Memory:
                     embedder=lambda: self.embedder, llm=lambda: self.llm, weights=lambda: self.weights,
                     policy=lambda **context: self.effective_policy(**context), max_text_chars=self.max_text_chars,
                     single_writer=self.mode == "embedded", refuse_secrets=self._intake.refuse_secret_fields,
-                    count_secrets=self.stats.add_secrets)
+                    count_secrets=self.stats.add_secrets, scrubber=self._records.scrubber)
             return self._knowledge_store
 
     # -- repair -----------------------------------------------------------------------------------
 
     def repair(self) -> int:
-        """Bring the lexical index in line with Chroma (after a crash, or another process's writes).
-
-        Returns how many index entries were added, changed or dropped.
-        """
-        return self._sync.repair()
+        """Check the store in full and mend it: the keyword index against every record (after a
+        crash, or another process's writes), and every user's vector index, rebuilt when a query
+        cannot reach some of their records. Opening a store the last process did not close does
+        the same. Returns how many index entries and records were mended."""
+        return self._recovery.repair()
 
 
 __all__ = ["NEVER", "Memory", "MemoryView"]

@@ -181,7 +181,7 @@ class NoteStore:
                 created = before.created_at
             else:
                 # A key deleted earlier keeps its trail: versions continue after it.
-                version = max((int(e.get("version", 0)) for e in self._store.history_for(record_id)),
+                version = max((int(e.get("version", 0)) for e in records.history.for_record(record_id)),
                               default=0) + 1
                 created = now
             record = MemoryRecord(
@@ -258,14 +258,17 @@ class NoteStore:
         """Delete expired notes (they are never served; this reclaims their space). Returns how many."""
         self._gate.check()
         now = utcnow()
-        removed = 0
+        removed: dict[str, list[str]] = {}
         for owner in (user_ids if user_ids is not None else self._users()):
             for note, _ in self._rows(owner, scope, vectors=False, include_expired=True):
                 if note.record.is_expired(now):
                     with self._records.lock:
-                        self._records.remove(note.record, actor=actor, reason="expired")
-                    removed += 1
-        return removed
+                        self._records.remove(note.record, actor=actor, reason="expired", scrub=False)
+                    removed.setdefault(owner, []).append(note.record.id)
+        if removed:
+            with self._records.lock:
+                self._records.scrub(removed)  # once for the sweep, not once per note
+        return sum(len(ids) for ids in removed.values())
 
     # -- reading --------------------------------------------------------------------------------
 

@@ -147,7 +147,9 @@ def contradiction(new_text: str, old_text: str, cosine: float, th: Thresholds) -
 def decide(new: MemoryRecord, pool: Sequence[Similar], th: Thresholds) -> Decision:
     """The rule-based decision for `new` against similar existing records (any order)."""
     comparable = sorted(
-        (s for s in pool if s.record.id != new.id and s.record.state != "invalid"
+        # A stored record may carry the new one's id: ids derive from owner and text
+        # (records.record_id_for), so that one is the statement said again.
+        (s for s in pool if s.record.state != "invalid"
          and s.record.kind == new.kind and s.record.scope == new.scope),
         key=lambda s: -s.cosine,
     )

@@ -1,26 +1,36 @@
-"""The one way a user's records change: the audit entry first, then Chroma, then the lexical cache.
+"""The one way a user's records change: audit entry and keyword row first, then Chroma.
 
-That order is what crash repair relies on. An entry written before its mutation carries the
-version the mutation produces, so `history.applied_entries` leaves out one whose change never
-landed; the lexical index is a cache that `LexicalSync` repairs from Chroma on open. The write
-pipeline, notes and the record changes (update/invalidate/confirm/delete/forget) all write through
-here, under one lock.
+Each change is one local transaction (the audit entry and the record's keyword row, in the local
+database of an embedded store) followed by one Chroma write. That order is what crash repair
+relies on. An entry written before its mutation carries the version the mutation produces, so
+`history.applied_entries` leaves out one whose change never landed; the keyword index is a cache
+that `Memory` repairs from Chroma on open. When the Chroma write fails in this process, the local
+half is undone, so nothing claims a change that did not happen.
+
+On a Chroma server the audit trail lives in the server (every process must see it): the entry is
+then a Chroma write of its own, made before the local transaction.
+
+The write pipeline, notes and Memory's own update/invalidate/confirm/delete/forget all write
+through here, under one lock.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .codec import from_metadata, to_metadata
-from .history import Action, entry
+from .history import Action, HistoryLog, entry
 from .identity import erased_owner_id
 from .lexical import LexicalIndex
+from .local_db import LocalDatabase
 from .records import MemoryRecord
+from .scrub import Scrubber
 from .store import ChromaStore, StoredRow
 
 log = logging.getLogger("mnemic")
@@ -60,12 +70,19 @@ class RecordLock:
 
 
 class RecordWriter:
-    def __init__(self, store: ChromaStore, lexical: LexicalIndex,
-                 embed: Callable[[Sequence[str]], np.ndarray], *,
+    def __init__(self, store: ChromaStore, lexical: LexicalIndex, history: HistoryLog, local: LocalDatabase,
+                 embed: Callable[[Sequence[str]], np.ndarray], *, sole_writer: bool,
+                 scrubber: Scrubber | None = None,
                  admit: Callable[[MemoryRecord, MemoryRecord | None], None] | None = None) -> None:
         self.store = store
         self.lexical = lexical
+        self.history = history
+        self._local = local
         self._embed = embed
+        # Embedded mode: this process is the store's only writer, so the local keyword index knows
+        # every record id (repaired on open) and a Chroma lookup is never needed to tell one.
+        self.sole_writer = sole_writer
+        self.scrubber = scrubber
         # Called for every record (and the version it replaces) before its first write (see
         # Intake.admit); raising refuses it.
         self._admit = admit or (lambda record, before: None)
@@ -79,6 +96,47 @@ class RecordWriter:
         """The user's records among `ids`, in whatever order Chroma returns them; unknown ids are left out."""
         return [self.decode(row) for row in self.store.get(user_id, ids=list(ids))] if ids else []
 
+    def holders(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """The stored records among `ids`. Ids derive from owner and text (records.record_id_for),
+        so these are the statements said again, possibly by another process just now."""
+        if not ids:
+            return {}
+        wanted = sorted(self.lexical.known(ids)) if self.sole_writer else list(ids)
+        return {r.id: r for r in self.read(user_id, wanted) if r.user_id == user_id}
+
+    def removed(self, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` belonged to a deleted or erased record: a new record under one of them
+        would inherit the old one's audit trail."""
+        return self.history.removed(ids) if ids else set()
+
+    def _apply(self, entries: Sequence[dict[str, Any]], local: Callable[[], None], chroma: Callable[[], None],
+               undo: Callable[[], None]) -> None:
+        """The local half and the audit entries in one local transaction, then the Chroma write.
+        If the Chroma write fails, the entries are deleted and `undo` restores the local half."""
+        try:
+            with self._local.transaction():
+                local()
+                # A local trail joins the transaction; a shared one (server) is a Chroma write of
+                # its own, still before the record's.
+                self.history.add(entries)
+        except BaseException:
+            if not self.sole_writer:
+                self._withdraw(entries)
+            raise
+        try:
+            chroma()
+        except BaseException:
+            try:
+                with self._local.transaction():
+                    undo()
+                    self._withdraw(entries)
+            except Exception as exc:  # the Chroma error is the one to report; repair fixes the rest
+                log.error("could not undo the local half of a failed change: %s", exc)
+            raise
+
+    def _withdraw(self, entries: Sequence[dict[str, Any]]) -> None:
+        self.history.delete([e["entry_id"] for e in entries])
+
     def insert(self, user_id: str, records: Sequence[MemoryRecord], vectors: Sequence[np.ndarray] | np.ndarray, *,
                actor: str, details: Sequence[dict[str, Any] | None] | None = None) -> None:
         """New records (their "add" entries first), all of one user."""
@@ -89,31 +147,22 @@ class RecordWriter:
         extra = details or [None] * len(records)
         entries = [entry("add", record=r, actor=actor, before=None, after=r, version=r.version, details=d)
                    for r, d in zip(records, extra, strict=True)]
-        self.store.add_history(entries)
-        try:
-            self.store.add(user_id, [StoredRow(id=r.id, document=r.text, metadata=to_metadata(r), embedding=v)
-                                     for r, v in zip(records, vectors, strict=True)])
-        except BaseException:
-            self._withdraw(entries, landed=lambda: {r.id for r in self.read(user_id, [r.id for r in records])})
-            raise
-        self.index(records)
+        rows = [StoredRow(id=r.id, document=r.text, metadata=to_metadata(r), embedding=v)
+                for r, v in zip(records, vectors, strict=True)]
+        self._apply(entries, local=lambda: self.index(records), chroma=lambda: self.store.add(user_id, rows),
+                    undo=lambda: self.lexical.delete(self.store.collection_name(user_id), [r.id for r in records]))
 
     def update(self, before: MemoryRecord, after: MemoryRecord, *, action: Action, actor: str,
                reason: str | None, reembed: bool, details: dict[str, Any] | None = None) -> None:
         """Replace a record's text and metadata; its vector too when `reembed` (the text changed)."""
         self._admit(after, before)
+        entries = [entry(action, record=after, actor=actor, before=before, after=after, reason=reason,
+                         version=after.version, details=details)]
         vector = self._embed([after.text])[0] if reembed else None
-        change = entry(action, record=after, actor=actor, before=before, after=after, reason=reason,
-                       version=after.version, details=details)
-        self.store.add_history([change])
-        try:
-            self.store.replace_metadata(after.user_id, [
-                StoredRow(after.id, after.text, to_metadata(after, for_update=True), vector)
-            ])
-        except BaseException:
-            self._withdraw([change])
-            raise
-        self.index([after])
+        row = StoredRow(after.id, after.text, to_metadata(after, for_update=True), vector)
+        self._apply(entries, local=lambda: self.index([after]),
+                    chroma=lambda: self.store.replace_metadata(after.user_id, [row]),
+                    undo=lambda: self.index([before]))
 
     def refresh(self, records: Sequence[MemoryRecord]) -> None:
         """Rewrite bookkeeping that is not a change of the record (expiry, last access): no
@@ -123,46 +172,63 @@ class RecordWriter:
                 StoredRow(r.id, r.text, to_metadata(r, for_update=True)) for r in records
             ])
 
-    def remove(self, record: MemoryRecord, *, actor: str, reason: str | None) -> None:
-        """Delete a record for good; its history keeps a tombstone."""
-        tombstone = entry("delete", record=record, actor=actor, before=record, after=None, reason=reason,
+    def remove(self, record: MemoryRecord, *, actor: str, reason: str | None, scrub: bool = True) -> None:
+        """Delete a record for good. Its history keeps who did what and when, but nothing the
+        record said: the texts are redacted in the same local transaction, before Chroma's delete,
+        so no crash leaves a deleted record's text in the trail."""
+        tombstone = entry("delete", record=record, actor=actor, before=None, after=None, reason=reason,
                           version=record.version + 1)
-        self.store.add_history([tombstone])
-        try:
-            self.store.delete(record.user_id, [record.id])
-        except BaseException:
-            self._withdraw([tombstone])
-            raise
-        self.lexical.delete(self.store.collection_name(record.user_id), [record.id])
 
-    def erase(self, user_id: str, records: Sequence[MemoryRecord], *, actor: str) -> int:
-        """Remove records and their text from the audit trail too (erasure): what remains is a
-        tombstone saying that something was erased, when and by whom, not whose it was."""
-        if not records:
+        def local() -> None:
+            self.history.redact([record.id])
+            self.lexical.delete(self.store.collection_name(record.user_id), [record.id])
+
+        self._apply([tombstone], local=local, chroma=lambda: self.store.delete(record.user_id, [record.id]),
+                    undo=lambda: self.index([record]))
+        if scrub:
+            self.scrub({record.user_id: [record.id]})
+
+    def scrub(self, erased: Mapping[str, Sequence[str]]) -> None:
+        """Remove from the store's files what removed records left there (see `scrub.py`);
+        `erased`: per user, the ids removed from a collection the user still has."""
+        if self.scrubber is not None:
+            self.scrubber.after_records_erased(erased)
+
+    def erase(self, user_id: str, records: Sequence[MemoryRecord], *, actor: str,
+              drop_collection: bool = False, scrub: bool = True) -> int:
+        """Remove records and their audit entries (erasure): what remains of each is a tombstone
+        saying that something was erased, when and by whom, not whose it was. `drop_collection`
+        (the user's every record is erased) drops the user's Chroma collection, and its write log
+        with it, instead of deleting record by record."""
+        if not records and not drop_collection:
             return 0
         ids = [r.id for r in records]
-        self.store.delete(user_id, ids)
-        self.lexical.delete(self.store.collection_name(user_id), ids)
-        self.store.delete_history(self.store.history_ids_for_records(ids))
         tombstones = []
         for record in records:
             tomb = entry("forget", record=record, actor=actor, before=None, after=None,
                          reason="erased", version=record.version + 1)
             tomb["user_id"] = erased_owner_id(record.user_id)
             tombstones.append(tomb)
-        self.store.add_history(tombstones)
-        return len(records)
 
-    def _withdraw(self, entries: Sequence[dict[str, Any]],
-                  landed: Callable[[], set[str]] | None = None) -> None:
-        """Take back the audit entries of a change that failed (those of records that did land
-        stay). Best effort: an entry left behind names a version its record never reached, and
-        `history.applied_entries` leaves it out."""
-        try:
-            kept = landed() if landed is not None else set()
-            self.store.delete_history([e["entry_id"] for e in entries if e["record_id"] not in kept])
-        except Exception as exc:
-            log.warning("could not withdraw the audit entries of a failed change: %s", exc)
+        erased_entries = self.history.ids_for_records(ids)
+
+        def local() -> None:
+            self.history.delete(erased_entries)
+            self.lexical.delete(self.store.collection_name(user_id), ids)
+            if drop_collection:
+                self.lexical.drop_collection(self.store.collection_name(user_id))
+
+        def chroma() -> None:
+            if drop_collection:
+                self.store.drop_user(user_id)
+            else:
+                self.store.delete(user_id, ids)
+
+        # Nothing to undo: erased entries stay erased even if Chroma fails (the caller is told).
+        self._apply(tombstones, local=local, chroma=chroma, undo=lambda: None)
+        if scrub:
+            self.scrub({} if drop_collection else {user_id: ids})
+        return len(records)
 
     def index(self, records: Sequence[MemoryRecord]) -> None:
         """Put records (all of one user) in the lexical index, with where each turn sits."""
@@ -173,3 +239,7 @@ class RecordWriter:
                             turns={r.id: (r.session_id, r.turn) for r in records
                                    if r.session_id is not None and r.turn is not None})
         self.lexical.set_watermark(collection, max(r.updated_at.timestamp() for r in records))
+
+
+def fresh_id() -> str:
+    return uuid.uuid4().hex

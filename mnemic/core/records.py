@@ -44,6 +44,17 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()[:32]
 
 
+def record_id_for(namespace: str, user_id: str, kind: str, hash_value: str, *, scope: str = "/",
+                  state: str = "valid", private: bool = False, source: str | None = None) -> str:
+    """The id a new record of this statement gets: the same in every process, so two processes that
+    store one statement for one user through a Chroma server write one record, not two (their
+    reconcile queries can run before either write lands). Everything that keeps two copies of one
+    statement apart when they do not race (scope, state, privacy and its source) is part of the
+    key. The write pipeline gives a record a random id instead when this one is already held."""
+    key = "\x1f".join((namespace, user_id, kind, scope, state, str(private), source or "", hash_value))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
 class MemoryRecord(BaseModel):
     """One fact, with who it belongs to, where it came from and whether it may be served."""
 

@@ -173,7 +173,7 @@ class RecordReader:
     def history(self, record_id: str) -> builtins.list[HistoryEntry]:
         (record_id,) = check_ids([record_id])
         self._writer.drain()
-        raw = self._store.history_for(record_id)
+        raw = self._records.history.for_record(record_id)
         if not raw:
             raise KeyError(f"no memory with id {record_id!r} has any history in namespace {self._namespace!r}")
         current = self.locate(record_id)

@@ -29,7 +29,7 @@ from .reconcile import (
     parse_reconcile,
     reconcile_schema,
 )
-from .record_writer import RecordWriter
+from .record_writer import RecordWriter, fresh_id
 from .records import MemoryRecord, utcnow
 from .stats import WriteStats
 from .writer import PartialBatchFailure
@@ -99,6 +99,18 @@ class WritePipeline:
         with self._records.lock:
             vectors = self._embedder().embed([r.text for r in records])
             pools = self.similar_many(user_id, list(vectors), kind=records[0].kind)
+            # A record's id is derived from its owner and text (see records.record_id_for), so two
+            # processes storing one statement through a server write one record. The record that
+            # already holds an id (written by another process after the query above, or missed by
+            # the approximate index) is reconciled with like any similar one.
+            ids = list(dict.fromkeys(r.id for r in records))
+            holders = self._records.holders(user_id, ids)
+            for record, pool in zip(records, pools, strict=True):
+                holder = holders.get(record.id)
+                if holder is not None and all(s.record.id != holder.id for s in pool):
+                    pool.insert(0, Similar(holder, 1.0))
+            # An id held by a record this one does not merge into, or by a deleted one, is not reused.
+            taken = set(holders) | self._records.removed([i for i in ids if i not in holders])
             plan: dict[str, Decision] = dict(decisions or {})
             if decisions is None and use_llm and self._llm() is not None:
                 plan = self._llm_reconcile(records, pools)
@@ -110,6 +122,12 @@ class WritePipeline:
             inserted_by_hash: dict[str, int] = {}
             unwritten: list[tuple[MemoryRecord, np.ndarray, Decision]] = []
             result: list[MemoryRecord] = []
+
+            def claim(record: MemoryRecord) -> MemoryRecord:
+                if record.id in taken:
+                    record = record.model_copy(update={"id": fresh_id()})
+                taken.add(record.id)
+                return record
 
             def flush() -> None:
                 if not unwritten:
@@ -147,6 +165,7 @@ class WritePipeline:
                         self._stats.bump("facts_merged")
                         continue
                     decision = INSERT
+                record = claim(record)
                 if decision.action in ("update", "invalidate") and targets:
                     record = self._successor(record, targets, update=decision.action == "update")
                     unwritten.append((record, vector, decision))

@@ -41,7 +41,12 @@ MEMORY_COLLECTION_INFIX = "-m-"
 # every record ever written, and each write grew slower with the whole database (a single upsert:
 # 38 ms at 24k records across 40 collections, 12 ms with a threshold of 100, which lets the log be
 # purged; ~180 ms at 59k records in bench/bench_memory_latency.py's store).
-USER_COLLECTION_CONFIGURATION = {"hnsw": {"space": "cosine", "sync_threshold": 100, "batch_size": 100}}
+# Chroma's default graph (16 neighbours, ef_construction 100) leaves records that no query can reach
+# when many are near-duplicates (10 of 72 "Fact i about zebra number i." with the hash embedder, 14
+# of 400; none with 32 and 200). The number of neighbours is fixed when a collection is created:
+# older collections are rebuilt by `Memory.repair()` when records are found unreachable.
+USER_COLLECTION_CONFIGURATION = {"hnsw": {"space": "cosine", "sync_threshold": 100, "batch_size": 100,
+                                          "max_neighbors": 32, "ef_construction": 200}}
 
 
 def _upgrade_index_saving(collection: Any) -> None:
@@ -56,6 +61,14 @@ def _upgrade_index_saving(collection: Any) -> None:
                                                   "batch_size": wanted["batch_size"]}})
     except Exception as exc:  # an older server may refuse: writes still work, only slower
         log.warning("could not set sync_threshold on %s: %s", getattr(collection, "name", "?"), exc)
+
+
+# Settings of embedded stores, by (settings collection id, key): such a store is locked to one
+# process, so what this process wrote is what is stored, and the policy read before every write
+# need not be a Chroma read. Shared by every ChromaStore of the process (two Memory objects may open
+# one namespace).
+_SETTINGS_CACHE: dict[tuple[str, str], str] = {}
+_SETTINGS_GUARD = threading.Lock()
 
 
 class EmbedderMismatchError(ValueError):
@@ -120,15 +133,17 @@ def _rows(result: Mapping[str, Any], *, query: int | None = None) -> list[Stored
 class ChromaStore:
     """Per-user record collections plus the namespace's history and settings collections."""
 
-    def __init__(self, client: Any, namespace: str) -> None:
+    def __init__(self, client: Any, namespace: str, *, cache_settings: bool = False) -> None:
         self.client = retrying(client)
+        self._cache_settings = cache_settings  # only for a store no other process writes
         self.namespace = namespace
         self.slug = namespace_slug(namespace)
         self.prefix = f"mnemic-{self.slug}"
         self._collections: dict[str, Any] = {}
         self._lock = threading.RLock()
-        self.history = self._bookkeeping("history")
+        self._history: Any | None = None
         self.meta = self._bookkeeping("meta")
+        self._max_batch: int | None = None
 
     # -- collections ----------------------------------------------------------------------------
 
@@ -136,6 +151,27 @@ class ChromaStore:
         return self.client.get_or_create_collection(
             f"{self.prefix}-{suffix}", embedding_function=None, metadata={"mnemic": suffix}
         )
+
+    def history_collection(self, *, create: bool = True) -> Any | None:
+        """The namespace's audit trail in Chroma (server mode; an embedded store keeps it locally
+        and only reads this one to move an older store's entries out of it)."""
+        with self._lock:
+            if self._history is None:
+                if create:
+                    self._history = self._bookkeeping("history")
+                else:
+                    try:
+                        self._history = self.client.get_collection(f"{self.prefix}-history",
+                                                                   embedding_function=None)
+                    except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
+                        return None
+            return self._history
+
+    def drop_history(self) -> None:
+        with self._lock:
+            self._history = None
+            with contextlib.suppress(Exception):  # absent already
+                self.client.delete_collection(f"{self.prefix}-history")
 
     def collection_name(self, user_id: str) -> str:
         return f"{self.prefix}{MEMORY_COLLECTION_INFIX}{owner_key(user_id)}"
@@ -182,6 +218,11 @@ class ChromaStore:
                 found.append(user_id)
         return sorted(found)
 
+    def forget_handle(self, user_id: str) -> None:
+        """Drop the cached handle of the user's collection (it is being replaced)."""
+        with self._lock:
+            self._collections.pop(self.collection_name(user_id), None)
+
     def drop_user(self, user_id: str) -> None:
         name = self.collection_name(user_id)
         with self._lock:
@@ -194,10 +235,9 @@ class ChromaStore:
     def drop_namespace(self) -> None:
         for user_id in self.users():
             self.drop_user(user_id)
-        for suffix in ("history", "meta"):
-            with contextlib.suppress(Exception):  # absent already
-                self.client.delete_collection(f"{self.prefix}-{suffix}")
-        self.history = self._bookkeeping("history")
+        self.drop_history()
+        with contextlib.suppress(Exception):  # absent already
+            self.client.delete_collection(f"{self.prefix}-meta")
         self.meta = self._bookkeeping("meta")
 
     # -- records --------------------------------------------------------------------------------
@@ -207,8 +247,9 @@ class ChromaStore:
             return
         collection = self.user_collection(user_id, create=True)
         assert collection is not None
-        for start in range(0, len(rows), self._batch_size()):
-            chunk = rows[start:start + self._batch_size()]
+        step = self._batch_size()
+        for start in range(0, len(rows), step):
+            chunk = rows[start:start + step]
             collection.upsert(
                 ids=[r.id for r in chunk],
                 documents=[r.document for r in chunk],
@@ -326,57 +367,55 @@ class ChromaStore:
         rows = _rows(collection.get(ids=[record_id], include=["documents", "metadatas"]))
         return rows[0] if rows else None
 
+    def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        collection = self.user_collection(user_id, create=False)
+        if collection is None or not ids:
+            return set()
+        return set(collection.get(ids=list(ids), include=[]).get("ids") or [])
+
     def count(self, user_id: str) -> int:
         collection = self.user_collection(user_id, create=False)
         return 0 if collection is None else int(collection.count())
 
     def _batch_size(self) -> int:
-        try:
-            return max(1, min(int(self.client.get_max_batch_size()), 5000))
-        except Exception:
-            return 1000
+        # Asked once: on a server every call is a round trip.
+        if self._max_batch is None:
+            try:
+                self._max_batch = max(1, min(int(self.client.get_max_batch_size()), 5000))
+            except Exception:
+                self._max_batch = 1000
+        return self._max_batch
 
     # -- history and settings -------------------------------------------------------------------
 
-    def add_history(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        if not entries:
-            return
-        self.history.add(
-            ids=[e["entry_id"] for e in entries],
-            documents=[json.dumps(e, default=str) for e in entries],
-            metadatas=[
-                {"record_id": e["record_id"], "user_id": e["user_id"], "action": e["action"],
-                 "at": float(e["at_ts"]), "version": int(e["version"])}
-                for e in entries
-            ],
-            embeddings=[_PLACEHOLDER_VECTOR] * len(entries),
-        )
-
-    def history_for(self, record_id: str) -> list[dict[str, Any]]:
-        result = self.history.get(where={"record_id": record_id}, include=["documents"])
-        entries = [json.loads(doc) for doc in result.get("documents") or []]
-        return sorted(entries, key=lambda e: (e["at_ts"], e["version"]))
-
-    def history_ids_for_records(self, record_ids: Sequence[str]) -> list[str]:
-        found: list[str] = []
-        for start in range(0, len(record_ids), 500):
-            chunk = list(record_ids[start:start + 500])
-            where = {"record_id": chunk[0]} if len(chunk) == 1 else {"record_id": {"$in": chunk}}
-            found.extend(self.history.get(where=where, include=[]).get("ids") or [])
-        return found
-
-    def delete_history(self, entry_ids: Sequence[str]) -> None:
-        for start in range(0, len(entry_ids), 5000):
-            self.history.delete(ids=list(entry_ids[start:start + 5000]))
+    def _setting_key(self, key: str) -> tuple[str, str] | None:
+        return (str(self.meta.id), key) if self._cache_settings else None
 
     def get_setting(self, key: str) -> Any | None:
+        cache_key = self._setting_key(key)
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                cached = _SETTINGS_CACHE.get(cache_key)
+            if cached is not None:
+                return json.loads(cached)
         result = self.meta.get(ids=[key], include=["documents"])
         documents = result.get("documents") or []
-        return json.loads(documents[0]) if documents else None
+        document = documents[0] if documents else "null"  # absent is cached too: "no policy stored"
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                _SETTINGS_CACHE[cache_key] = document
+        return json.loads(document)
 
     def put_setting(self, key: str, value: Any) -> None:
-        self.meta.upsert(ids=[key], documents=[json.dumps(value)], embeddings=[_PLACEHOLDER_VECTOR],
-                         metadatas=[{"key": key}])
+        document = json.dumps(value)
+        cache_key = self._setting_key(key)
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                _SETTINGS_CACHE.pop(cache_key, None)
+        self.meta.upsert(ids=[key], documents=[document], embeddings=[_PLACEHOLDER_VECTOR], metadatas=[{"key": key}])
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                _SETTINGS_CACHE[cache_key] = document
 
     def settings(self, prefix: str) -> dict[str, Any]:
         """Every setting whose key starts with `prefix` (the meta collection is small)."""
@@ -385,6 +424,10 @@ class ChromaStore:
                                                           strict=False) if key.startswith(prefix)}
 
     def delete_setting(self, key: str) -> None:
+        cache_key = self._setting_key(key)
+        if cache_key is not None:
+            with _SETTINGS_GUARD:
+                _SETTINGS_CACHE.pop(cache_key, None)
         self.meta.delete(ids=[key])
 
     def check_embedder(self, name: str, dimension: int) -> None:

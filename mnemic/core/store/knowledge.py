@@ -223,6 +223,40 @@ class KnowledgeCollection:
         for start in range(0, len(entry_ids), _ID_BATCH):
             history.delete(ids=list(entry_ids[start:start + _ID_BATCH]))
 
+    def redact_history(self, record_ids: Sequence[str] | None) -> list[str]:
+        """Rewrite the audit entries that mention `record_ids` (None: every entry) without the
+        texts they kept (a single chunk's add or removal keeps its text); returns their ids."""
+        history = self._history_handle()
+        if record_ids is None:
+            found = [history.get(where={"action": {"$in": ["add", "delete"]}}, include=["documents", "metadatas"])]
+        else:
+            found = [history.get(where={"record_ids": {"$contains": rid}}, include=["documents", "metadatas"])
+                     for rid in dict.fromkeys(record_ids)]
+        rewritten: dict[str, tuple[str, dict[str, Any]]] = {}
+        for result in found:
+            for entry_id, document, metadata in zip(result.get("ids") or [], result.get("documents") or [],
+                                                    result.get("metadatas") or [], strict=False):
+                entry = json.loads(document)
+                if entry.get("before") is None and entry.get("after") is None:
+                    continue
+                entry["before"] = entry["after"] = None
+                rewritten[entry_id] = (json.dumps(entry, default=str), dict(metadata or {}))
+        if rewritten:
+            ids = list(rewritten)
+            history.upsert(ids=ids, documents=[rewritten[i][0] for i in ids],
+                           metadatas=[rewritten[i][1] for i in ids], embeddings=[_PLACEHOLDER_VECTOR] * len(ids))
+        return list(rewritten)
+
+    def handles(self) -> tuple[Any | None, Any]:
+        """The chunk collection (None when absent) and the audit collection, for a rebuild."""
+        return self._handle(create=False), self._history_handle()
+
+    def forget_handles(self) -> None:
+        """Drop the cached handles (the collections were rebuilt under their names)."""
+        with self._lock:
+            self._collection = None
+            self._history = None
+
     def history_for(self, record_id: str) -> list[dict[str, Any]]:
         result = self._history_handle().get(where={"record_ids": {"$contains": record_id}},
                                             include=["documents"])

@@ -1,0 +1,108 @@
+"""What opening a store does before it serves, and what `Memory.repair()` does on demand.
+
+Every open finishes a collection rebuild a crash interrupted (see store/upkeep.py), moves the
+audit trail of an embedded store written by an older mnemic out of Chroma into the local database,
+and brings the keyword index in line with Chroma.
+
+An embedded store also remembers whether it was closed: a row in the local database says it is
+open, and `close()` removes it. Finding the row on open means the last process died with the
+store open, and then the checks a crash calls for run in full: every record against the keyword
+index (not only those changed since its watermark), and every user's vector index for records no
+query can reach, which are rebuilt. `repair()` runs them always.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .lexical_sync import LexicalSync
+from .local_db import LocalDatabase
+from .local_history import LocalHistory
+from .store import ChromaStore, upkeep
+from .store.history import ChromaHistory
+
+log = logging.getLogger("mnemic")
+
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS open_handles "
+           "(token TEXT PRIMARY KEY, namespace TEXT NOT NULL, pid INTEGER NOT NULL, opened_at REAL NOT NULL)")
+
+
+class Recovery:
+    def __init__(self, *, store: ChromaStore, local: LocalDatabase, sync: LexicalSync, namespace: str,
+                 embed: Callable[[Sequence[str]], np.ndarray], dimension: Callable[[], int],
+                 local_history: LocalHistory | None) -> None:
+        self._store = store
+        self._local = local
+        self._sync = sync
+        self._namespace = namespace
+        self._embed = embed
+        self._dimension = dimension
+        self._local_history = local_history  # embedded mode: the trail lives in the local database
+        self._token = uuid.uuid4().hex
+        with local.lock:
+            local.connection.execute(_SCHEMA)
+
+    def on_open(self) -> int:
+        """Returns how many keyword entries and records were repaired."""
+        upkeep.finish_interrupted_rebuilds(self._store)
+        if self._local_history is not None:
+            self._move_history_out_of_chroma(self._local_history)
+        crashed = self._mark_open()
+        if not crashed:
+            return self._sync.repair()
+        log.warning("namespace %r was not closed by the last process that opened it; checking it in full",
+                    self._namespace)
+        mended = self.repair()
+        # Only now: a crash during the repair leaves the mark for the next open to find.
+        self._local.execute("DELETE FROM open_handles WHERE namespace = ? AND pid != ?", (self._namespace, os.getpid()))
+        return mended
+
+    def repair(self) -> int:
+        """Full checks: the keyword index against every record, and the vector index of every user."""
+        changed = self._sync.repair(full=True)
+        for user_id in self._store.users():
+            missing = upkeep.unreachable_ids(self._store, user_id, self._dimension())
+            if missing:
+                log.warning("%d record(s) of a user were missing from the vector index; rebuilding it", len(missing))
+                upkeep.rebuild_user(self._store, user_id, self._embed)
+                still = upkeep.unreachable_ids(self._store, user_id, self._dimension())
+                if still:  # keyword search still finds them; say so rather than loop
+                    log.warning("%d record(s) stay unreachable by vector after a rebuild", len(still))
+                changed += len(missing) - len(still)
+        return changed
+
+    def on_close(self) -> None:
+        if self._local.persistent:
+            self._local.execute("DELETE FROM open_handles WHERE token = ?", (self._token,))
+
+    def _mark_open(self) -> bool:
+        """Record that this object has the namespace open; True when a process that is gone had
+        it open and never closed it (the path lock keeps every other live process out, and other
+        Memory objects of this process are not a crash)."""
+        if not self._local.persistent:
+            return False
+        with self._local.transaction() as connection:
+            crashed = connection.execute("SELECT 1 FROM open_handles WHERE namespace = ? AND pid != ?",
+                                         (self._namespace, os.getpid())).fetchone() is not None
+            connection.execute("INSERT INTO open_handles(token, namespace, pid, opened_at) VALUES (?, ?, ?, ?)",
+                               (self._token, self._namespace, os.getpid(), time.time()))
+        return crashed
+
+    def _move_history_out_of_chroma(self, local: LocalHistory) -> None:
+        """A store written by an older mnemic kept its trail in Chroma (one more Chroma write per
+        change). Copy it into the local database, then drop the collection; a crash in between
+        copies again (entries are keyed by id) and drops it on the next open."""
+        chroma = ChromaHistory(self._store)
+        entries = chroma.all_entries()
+        if self._store.history_collection(create=False) is None:
+            return
+        for start in range(0, len(entries), 5000):
+            local.add(entries[start:start + 5000])
+        self._store.drop_history()
+        log.info("moved %d audit entries of namespace %r into the local database", len(entries), self._namespace)

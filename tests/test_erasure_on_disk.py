@@ -1,0 +1,100 @@
+"""Erasure that erases: after forget, delete and knowledge clear, no byte of the erased text remains
+in any file of an embedded store (Chroma's SQLite and segment files, the local database and its WAL).
+
+Every file under the store's folder is read and searched for the erased statements and for a
+marker word they all carry, case-folded (the keyword index keeps words lower-cased)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
+
+
+def copies(root: Path, *needles: str) -> dict[str, int]:
+    """Where each needle occurs under `root`, as {relative file: occurrences}."""
+    found: dict[str, int] = {}
+    wanted = [n.casefold().encode("utf-8") for n in needles]
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes().lower()
+            hits = sum(data.count(n) for n in wanted)
+            if hits:
+                found[str(path.relative_to(root))] = hits
+    return found
+
+
+def test_forget_user_leaves_no_byte_of_their_text_on_disk(store_path: Path) -> None:
+    carol = [f"Zqxcarol detail {i}: carol keeps her diary in drawer {i}." for i in range(300)]
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        for i, text in enumerate(carol):
+            record = memory.remember(text, user_id="carol", categories=["diary"])
+            if i == 10 and record is not None:
+                memory.update(record.id, text="Zqxcarol moved the diary to the attic.", reason="Zqxcarol said so")
+            if i % 3 == 0:
+                memory.remember(f"Dave waters plant number {i}.", user_id="dave")
+        memory.knowledge.add("Refunds take five business days.", verbatim=True)
+        # Queued statements pass through the write journal in the same local database.
+        memory.remember_many([f"Zqxcarol queued note {i} about the garden." for i in range(10)], user_id="carol")
+        assert copies(store_path, "zqxcarol")  # the check can see what it looks for
+        assert memory.forget(user_id="carol") == 310
+        assert copies(store_path, "zqxcarol", *carol) == {}
+        assert memory.recall("plant", user_id="dave")  # everyone else is intact
+        assert len(memory.list(user_id="dave", limit=1000)) == 100
+    assert copies(store_path, "zqxcarol", *carol) == {}
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert memory.recall("diary drawer", user_id="carol") == []
+        assert memory.knowledge.search("refunds")
+
+
+def test_delete_leaves_no_byte_of_the_record_but_keeps_who_deleted_it(store_path: Path) -> None:
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        old = memory.remember("Zqxold Erin's locker code is behind the poster.", user_id="erin")
+        assert old is not None
+        merged = memory.remember("zqxold erin's locker code is behind the poster", user_id="erin")
+        assert merged is not None and merged.id == old.id
+        for i in range(150):  # enough writes for Chroma to save its index and purge its log
+            memory.remember(f"Erin note {i} about the weather.", user_id="erin")
+        recent = memory.remember("Zqxnew Erin hides a spare key under the mat.", user_id="erin")
+        assert recent is not None
+        assert copies(store_path, "zqxold") and copies(store_path, "zqxnew")
+        memory.delete(old.id, actor="ops", reason="asked to")
+        memory.delete(recent.id, actor="ops")
+        assert copies(store_path, "zqxold", "zqxnew", "locker code", "spare key") == {}
+        assert [h.action for h in memory.history(old.id)] == ["add", "merge", "delete"]
+        assert all(h.before is None and h.after is None for h in memory.history(old.id))
+        assert memory.history(old.id)[-1].reason == "asked to"
+        assert len(memory.list(user_id="erin", limit=1000)) == 150
+
+
+def test_forget_by_scope_erases_only_that_scope_and_leaves_no_byte(store_path: Path) -> None:
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        for i in range(20):
+            memory.remember(f"Zqxsecretproject milestone {i} is due.", user_id="fay", scope="/secret")
+            memory.remember(f"Public roadmap item {i}.", user_id="fay", scope="/public")
+        assert memory.forget(user_id="fay", scope="/secret") == 20
+        assert copies(store_path, "zqxsecretproject") == {}
+        assert len(memory.list(user_id="fay", limit=100)) == 20
+
+
+def test_knowledge_clear_leaves_no_byte_of_the_knowledge(store_path: Path) -> None:
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        for i in range(30):
+            memory.knowledge.add(f"Zqxmanual chapter {i}: the widget resets after {i} seconds.", verbatim=True)
+        memory.knowledge.add("Zqxsingle a chunk added on its own.", verbatim=True)
+        memory.remember("Gus likes the widget.", user_id="gus")
+        assert copies(store_path, "zqxmanual") and copies(store_path, "zqxsingle")
+        assert memory.knowledge.clear(confirm=True) == 31
+        assert copies(store_path, "zqxmanual", "zqxsingle") == {}
+        assert memory.recall("widget", user_id="gus")
+
+
+def test_knowledge_delete_leaves_no_byte_of_the_chunk(store_path: Path) -> None:
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        memory.knowledge.add("Zqxkept the office opens at nine.", verbatim=True)
+        memory.knowledge.add("Zqxgone the alarm code is kept by the manager.", verbatim=True)
+        gone = next(c for c in memory.knowledge.list() if "Zqxgone" in c.text)
+        memory.knowledge.delete(gone.id)
+        assert copies(store_path, "zqxgone") == {}
+        assert copies(store_path, "zqxkept")
