@@ -180,6 +180,22 @@ def test_concurrent_kickoff_async_on_one_crew_never_mixes_users(store: Memory) -
         assert store.list(user_id=user) == []
 
 
+def test_concurrent_kickoff_async_on_copies_as_the_refusal_advises_all_run_apart(store: Memory) -> None:
+    crew = crew_for(CrewMemory(store), ScriptedLLM(responder=says_where), "File the customer's note: {note}")
+
+    async def run_all() -> list[object]:
+        return await asyncio.gather(*[
+            crew.copy().kickoff_async(inputs={"user_id": u, "note": f"The customer lives in {c}."})
+            for u, c in CITIES.items()
+        ], return_exceptions=True)
+
+    outcomes = asyncio.run(run_all())
+    assert not [o for o in outcomes if isinstance(o, BaseException)]
+    assert wrong_user_facts(store) == []
+    for user, city in CITIES.items():
+        assert any(city in r.text for r in store.list(user_id=user)), user
+
+
 # -- flows --------------------------------------------------------------------------------------
 
 LESSON = "Always cite a source for every claim in a draft."
