@@ -3,6 +3,7 @@ with CrewAI's own built-in memory.
 
     python bench/bench_crewai_overhead.py                       # MiniLM embeddings, ~3 minutes
     python bench/bench_crewai_overhead.py --embedder hash --kickoffs 20
+    python bench/bench_crewai_overhead.py --keep-kickoffs 0     # without the kickoffs kept for replay
 
 The crews run on the same deterministic fake LLM (it answers at once, so what is left is framework
 and memory time; each crew has its own instance, to count its calls) and run interleaved in the same
@@ -169,6 +170,9 @@ def main() -> None:
     parser.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     parser.add_argument("--answer", default=ANSWER,
                         help="the fake LLM's final answer to every task (a statement is a fact to learn)")
+    parser.add_argument("--keep-kickoffs", type=int, default=None,
+                        help="CrewMemory(keep_kickoffs=...): kickoffs kept per crew for replay (default: "
+                             "CrewMemory's; 0 keeps none, to see what keeping them costs)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
 
@@ -178,7 +182,8 @@ def main() -> None:
     with Memory(workdir / "store", embedder=embedder) as memory:
         memory.set_policy(mode="auto")
         prefill(memory, total, args.prefill)
-        crew_memory = TimedCrewMemory(memory)
+        kept = {} if args.keep_kickoffs is None else {"keep_kickoffs": args.keep_kickoffs}
+        crew_memory = TimedCrewMemory(memory, **kept)
         llms = {name: InstantLLM(args.answer) for name in ("none", "mnemic", "crewai")}
         crews = {
             "none": build_crew(llms["none"], False),
@@ -216,6 +221,7 @@ def main() -> None:
             "kickoffs": args.kickoffs,
             "prefill_per_user": args.prefill,
             "answer": args.answer,
+            "keep_kickoffs": crew_memory.keep_kickoffs,
             "kickoff_without_memory": quantiles(without),
             "kickoff_with_memory": quantiles(with_memory),
             "kickoff_with_crewai_memory": quantiles(seconds["crewai"]),

@@ -34,6 +34,8 @@ from mnemic.tools.core import CONTEXT_NOTE
 RECORD = "Record the customer's logistics details from this message: {message}"
 PLAN = "Plan the next delivery for the customer."
 ANSWER = "The customer's warehouse is in Rotterdam and they ship on Tuesdays."
+CHECK = "Check the delivery calendar."
+CHECKED = "The delivery calendar has free slots next week."
 
 
 @pytest.fixture
@@ -75,11 +77,12 @@ def test_with_the_crews_llm_a_second_kickoff_knows_what_the_first_learned(store:
     assert record.metadata["task"].startswith("Record the customer's") and record.metadata["kickoff_id"]
     assert not any("Record the customer" in text for text in learned)  # never the instruction
 
-    second = ScriptedLLM(extraction=echo_result_as_fact)
-    crew_for(CrewMemory(store), second, PLAN).kickoff(inputs={"user_id": "acme"})
+    # Kickoff 2 is a fresh Crew whose second task needs kickoff 1's result, not kickoff 2's first.
+    second = ScriptedLLM({CHECK: CHECKED}, extraction=echo_result_as_fact)
+    crew_for(CrewMemory(store), second, CHECK, PLAN).kickoff(inputs={"user_id": "acme"})
     assert "Rotterdam" in plan_prompt(second) and "Tuesdays" in plan_prompt(second)
-    assert len(second.extraction_calls) == 1
-    assert store.stats.llm_failures == 0 and store.stats.llm_calls["extract"] == 3
+    assert len(second.extraction_calls) == 2
+    assert store.stats.llm_failures == 0 and store.stats.llm_calls["extract"] == 4
 
 
 def test_with_no_usable_llm_a_second_kickoff_still_knows_what_the_first_learned(store: Memory) -> None:
@@ -92,9 +95,12 @@ def test_with_no_usable_llm_a_second_kickoff_still_knows_what_the_first_learned(
     assert not any("Record" in t or "Please" in t for t in texts)
     assert (store.stats.llm_calls["extract"], store.stats.llm_failures, store.stats.llm_fallbacks) == (1, 1, 1)
 
-    second = ScriptedLLM({PLAN: "Deliver to Rotterdam on Tuesday."})
-    crew_for(CrewMemory(store), second, PLAN).kickoff(inputs={"user_id": "acme"})
-    assert "Rotterdam" in plan_prompt(second)
+    second = ScriptedLLM({CHECK: CHECKED, PLAN: "Deliver to Rotterdam on Tuesday."},
+                         extraction="Sure! Here is what I found.")
+    crew_for(CrewMemory(store), second, CHECK, PLAN).kickoff(inputs={"user_id": "acme"})
+    assert "Rotterdam" in plan_prompt(second) and "Tuesdays" in plan_prompt(second)
+    assert len(second.extraction_calls) == 2  # asked once per task, never retried
+    assert (store.stats.llm_calls["extract"], store.stats.llm_failures, store.stats.llm_fallbacks) == (3, 3, 3)
 
 
 def test_an_unknown_answer_is_not_learned(store: Memory) -> None:
@@ -172,6 +178,22 @@ def test_concurrent_kickoff_async_on_one_crew_never_mixes_users(store: Memory) -
         assert any(CITIES[user] in r.text for r in store.list(user_id=user))
     for user in refused:
         assert store.list(user_id=user) == []
+
+
+def test_concurrent_kickoff_async_on_copies_as_the_refusal_advises_all_run_apart(store: Memory) -> None:
+    crew = crew_for(CrewMemory(store), ScriptedLLM(responder=says_where), "File the customer's note: {note}")
+
+    async def run_all() -> list[object]:
+        return await asyncio.gather(*[
+            crew.copy().kickoff_async(inputs={"user_id": u, "note": f"The customer lives in {c}."})
+            for u, c in CITIES.items()
+        ], return_exceptions=True)
+
+    outcomes = asyncio.run(run_all())
+    assert not [o for o in outcomes if isinstance(o, BaseException)]
+    assert wrong_user_facts(store) == []
+    for user, city in CITIES.items():
+        assert any(city in r.text for r in store.list(user_id=user)), user
 
 
 # -- flows --------------------------------------------------------------------------------------
