@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mnemic-installed
 EXTRAS ?= dev,pdf,crewai,langgraph
 
-.PHONY: demo test lint bench models clean
+.PHONY: demo test lint bench bench-peers models clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ test: models
 lint: $(STAMP)
 	$(BIN)/ruff check mnemic tests bench examples
 	$(BIN)/mypy
+
+# mnemic beside Mem0, CrewAI, LangGraph's stores and plain Chroma on LoCoMo (long: see bench/bench_peers.py).
+bench-peers: models
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS),peers]"
+	$(BIN)/python bench/bench_peers.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mnemic-demo .pytest_cache .mypy_cache .ruff_cache

@@ -1,14 +1,23 @@
-"""What mnemic costs a CrewAI kickoff, per task: the same crew with memory off and with CrewMemory.
+"""What memory costs a CrewAI kickoff, per task: the same crew with no memory, with CrewMemory and
+with CrewAI's own built-in memory.
 
-    python bench/bench_crewai_overhead.py                       # MiniLM embeddings, ~2 minutes
+    python bench/bench_crewai_overhead.py                       # MiniLM embeddings, ~3 minutes
     python bench/bench_crewai_overhead.py --embedder hash --kickoffs 20
+    python bench/bench_crewai_overhead.py --keep-kickoffs 0     # without the kickoffs kept for replay
 
-Both crews share one deterministic LLM (it answers at once, so what is left is framework and memory
-time) and run interleaved in the same process: kickoff without memory, kickoff with memory, for one
-user after another, after warm-up kickoffs that are not counted. The store is first filled with
-`--prefill` facts per user so recall has something to rank. Reported:
+The crews run on the same deterministic fake LLM (it answers at once, so what is left is framework
+and memory time; each crew has its own instance, to count its calls) and run interleaved in the same
+process: no memory, CrewMemory, CrewAI's memory, for one user after another, after warm-up kickoffs
+that are not counted. CrewAI's memory gets the same embedder (as a callable) and its LanceDB store
+in the run's temporary directory. The mnemic store is first filled with `--prefill` facts per user
+so recall has something to rank. The mnemic Memory has no LLM of its own: the crew's LLM extracts
+(one call per task), and the fake answers every request with prose, so mnemic falls back to its
+rules and CrewAI's memory to storing the raw task text, as each does when an answer is not JSON.
+Reported:
 
-- overhead per task: (kickoff with memory - kickoff without) / tasks, median over kickoffs;
+- overhead per task: (kickoff with memory - kickoff without) / tasks, median over kickoffs, and
+  the kickoff time with memory as a multiple of the kickoff time without;
+- LLM calls per task each memory adds (calls with memory - calls without, per task);
 - its parts, timed inside CrewMemory: the recall before each task (query embedding, hybrid search,
   conversion), of which the wait for the previous task's background extraction to land (recall is
   a read barrier, so task 2 sees what task 1 taught); the extraction hand-off after each task
@@ -55,13 +64,27 @@ TASKS = [
 ]
 
 
+ANSWER = "The customer would enjoy a quiet weekend by the sea."
+
+
 class InstantLLM(BaseLLM):
-    def __init__(self, **data: Any) -> None:
+    """Answers every request at once with the same prose final answer, and counts the requests."""
+
+    _calls: list[int] = PrivateAttr(default_factory=lambda: [0])
+    _answer: str = PrivateAttr(default=ANSWER)
+
+    def __init__(self, answer: str = ANSWER, **data: Any) -> None:
         super().__init__(model="bench-instant", **data)
+        self._answer = answer
+
+    @property
+    def calls(self) -> int:
+        return self._calls[0]
 
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
              from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:
-        return "Thought: I have what I need.\nFinal Answer: Noted, thank you."
+        self._calls[0] += 1
+        return f"Thought: I have what I need.\nFinal Answer: {self._answer}"
 
     def supports_function_calling(self) -> bool:
         return False
@@ -106,6 +129,13 @@ def build_crew(llm: BaseLLM, memory: Any) -> Crew:
     return Crew(agents=list(roles.values()), tasks=tasks, memory=memory, name="bench-crew")
 
 
+def crewai_memory(llm: BaseLLM, memory: Memory, path: Path) -> Any:
+    """CrewAI's own unified Memory, offline: mnemic's embedder as its embedding callable."""
+    from crewai.memory.unified_memory import Memory as CrewAIMemory
+
+    return CrewAIMemory(llm=llm, embedder=lambda texts: memory.embedder.embed(list(texts)), storage=str(path))
+
+
 def inputs_for(index: int) -> dict[str, str]:
     city, hobby = CITIES[index % len(CITIES)], HOBBIES[(index * 3) % len(HOBBIES)]
     return {
@@ -138,6 +168,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--prefill", type=int, default=50, help="facts stored per user before the run")
     parser.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
+    parser.add_argument("--answer", default=ANSWER,
+                        help="the fake LLM's final answer to every task (a statement is a fact to learn)")
+    parser.add_argument("--keep-kickoffs", type=int, default=None,
+                        help="CrewMemory(keep_kickoffs=...): kickoffs kept per crew for replay (default: "
+                             "CrewMemory's; 0 keeps none, to see what keeping them costs)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
 
@@ -147,33 +182,56 @@ def main() -> None:
     with Memory(workdir / "store", embedder=embedder) as memory:
         memory.set_policy(mode="auto")
         prefill(memory, total, args.prefill)
-        crew_memory = TimedCrewMemory(memory)
-        llm = InstantLLM()
-        plain, remembering = build_crew(llm, False), build_crew(llm, crew_memory)
-        without: list[float] = []
-        with_memory: list[float] = []
+        kept = {} if args.keep_kickoffs is None else {"keep_kickoffs": args.keep_kickoffs}
+        crew_memory = TimedCrewMemory(memory, **kept)
+        llms = {name: InstantLLM(args.answer) for name in ("none", "mnemic", "crewai")}
+        crews = {
+            "none": build_crew(llms["none"], False),
+            "mnemic": build_crew(llms["mnemic"], crew_memory),
+            "crewai": build_crew(llms["crewai"], crewai_memory(llms["crewai"], memory, workdir / "crewai-memory")),
+        }
+        seconds: dict[str, list[float]] = {name: [] for name in crews}
+        calls: dict[str, int] = dict.fromkeys(crews, 0)
         for index in range(total):
-            for crew, sink in ((plain, without), (remembering, with_memory)):
+            for name, crew in crews.items():
+                before = llms[name].calls
                 start = time.perf_counter()
                 crew.kickoff(inputs=inputs_for(index))
                 elapsed = time.perf_counter() - start
+                if name == "crewai":
+                    crew._memory.drain_writes()  # its saves run in the background: count them all
                 if index >= args.warmup:
-                    sink.append(elapsed)
+                    seconds[name].append(elapsed)
+                    calls[name] += llms[name].calls - before
             if index == args.warmup - 1:
                 for values in crew_memory.timings().values():
                     values.clear()
         tasks = len(TASKS)
+        without = seconds["none"]
+        with_memory = seconds["mnemic"]
         per_task = [(m - p) / tasks for m, p in zip(with_memory, without, strict=True)]
+        crewai_per_task = [(m - p) / tasks for m, p in zip(seconds["crewai"], without, strict=True)]
         timings = crew_memory.timings()
+        measured_tasks = tasks * args.kickoffs
+        base = statistics.median(without)
         result = {
             "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "embedder": memory.embedder.name,
             "tasks_per_kickoff": tasks,
             "kickoffs": args.kickoffs,
             "prefill_per_user": args.prefill,
+            "answer": args.answer,
+            "keep_kickoffs": crew_memory.keep_kickoffs,
             "kickoff_without_memory": quantiles(without),
             "kickoff_with_memory": quantiles(with_memory),
+            "kickoff_with_crewai_memory": quantiles(seconds["crewai"]),
+            "kickoff_time_vs_no_memory": {"mnemic": round(statistics.median(with_memory) / base, 2),
+                                          "crewai": round(statistics.median(seconds["crewai"]) / base, 2)},
             "overhead_per_task": quantiles(per_task),
+            "crewai_memory_overhead_per_task": quantiles(crewai_per_task),
+            "llm_calls_per_task": {name: round(count / measured_tasks, 2) for name, count in calls.items()},
+            "memory_llm_calls_per_task": {name: round((calls[name] - calls["none"]) / measured_tasks, 2)
+                                          for name in ("mnemic", "crewai")},
             "recall_per_task": quantiles(timings["recall"]),
             "recall_waiting_for_previous_writes": quantiles(timings["recall_wait"]),
             "extraction_handoff_per_task": quantiles(timings["extract"]),

@@ -17,6 +17,7 @@ from .core.embeddings import (
     Embedder,
     EmbeddingError,
     HashEmbedder,
+    LangChainEmbedder,
     LiteLLMEmbedder,
     MiniLM,
     WeightsMismatchError,
@@ -24,6 +25,7 @@ from .core.embeddings import (
 )
 from .core.history import HistoryEntry
 from .core.knowledge import IngestResult, KnowledgeChunk, KnowledgeHit, KnowledgeStore, RefusedChunk
+from .core.lessons import Lesson, LessonPlace, LessonStore
 from .core.llm import LLMOutputError
 from .core.lock import StoreLockedError
 from .core.memory import Memory
@@ -56,6 +58,10 @@ __all__ = [
     "KnowledgeHit",
     "KnowledgeStore",
     "LLMOutputError",
+    "LangChainEmbedder",
+    "Lesson",
+    "LessonPlace",
+    "LessonStore",
     "LiteLLMEmbedder",
     "Memory",
     "MemoryMatch",

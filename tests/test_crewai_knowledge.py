@@ -49,8 +49,11 @@ def test_crew_knowledge_sources_are_stored_and_searched_in_mnemic(store: Memory)
     assert store.knowledge.sources() == {"crewai:crew": 1}
     prompt = next(p for p in llm.prompts if f"Current Task: {TASK}" in p)
     assert REFUNDS in prompt
-    # Knowledge is not anybody's memory.
-    assert not any("Refunds" in r.text for r in store.list())
+    # Knowledge is not anybody's memory: no chunk is copied into the user's facts. What the crew
+    # learned is the agent's own answer, kept as the agent's.
+    records = store.list(user_id="alice")
+    assert REFUNDS not in {r.text for r in records}
+    assert all(r.author == "agent" and r.kind == "fact" for r in records)
 
 
 def test_agent_knowledge_is_kept_apart_and_reset_per_collection(store: Memory) -> None:

@@ -126,3 +126,35 @@ def test_tools_never_raise(tmp_path: Path) -> None:
     with Memory(tmp_path / "open", embedder=HashEmbedder()) as mem:
         assert SearchMemory(memory=mem).run(query="tea") == tool_logic.NO_USER
         assert last_message([{"content": "x"}]) == "x"
+
+
+def test_remember_refuses_questions_and_instructions_in_a_crew(store: Memory) -> None:
+    store.set_policy(mode="explicit")
+    llm = scripted_agent_run([
+        action("remember", fact="where is the warehouse?"),
+        action("remember", fact="Record the customer's logistics details from this message."),
+        action("remember", fact="The warehouse is in Rotterdam."),
+        final("Noted."),
+    ])
+    run_crew(CrewMemory(store), llm, user="acme")
+    seen = observations(llm)
+    assert any(tool_logic.NOT_A_FACT["question"] in s for s in seen)
+    assert any(tool_logic.NOT_A_FACT["instruction"] in s for s in seen)
+    assert [r.text for r in store.list(user_id="acme")] == ["The warehouse is in Rotterdam."]
+
+
+def test_a_standing_wish_is_kept_as_what_the_user_wants(store: Memory) -> None:
+    store.set_policy(mode="explicit")
+    answer = Remember(memory=store, user_id="alice").run(fact="Always reply in French.")
+    assert answer == "Saved to memory: Wants the assistant to always reply in French."
+
+
+def test_an_oversized_query_gets_a_short_answer_and_no_traceback(
+        store: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    store.set_policy(mode="explicit", knowledge=True)
+    huge = "where is the warehouse " * 5000
+    with caplog.at_level("DEBUG", logger="mnemic"):
+        for tool in (SearchMemory(memory=store, user_id="alice"), SearchKnowledge(memory=store)):
+            answer = tool.run(query=huge)
+            assert answer.startswith("The query is too long") and len(answer) < 200
+    assert not [r for r in caplog.records if r.levelno >= 40 or r.exc_info]

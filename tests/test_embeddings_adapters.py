@@ -235,3 +235,56 @@ def test_hash_embedder_is_deterministic_and_lexical() -> None:
     np.testing.assert_array_equal(a[0], a[1])
     assert float(a[0] @ a[1]) > float(a[0] @ a[2])
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-6)
+
+
+class KeywordEmbeddings:
+    """A LangChain-style `Embeddings` (embed_documents / embed_query) without LangChain: one axis
+    per keyword, so which text is nearest a query is known."""
+
+    KEYWORDS = ("boat", "dog", "pizza", "rain")
+
+    def __init__(self, model: str = "keywords-v1") -> None:
+        self.model = model
+        self.document_calls = 0
+
+    def _vector(self, text: str) -> list[float]:
+        return [float(text.lower().count(word)) for word in self.KEYWORDS] + [0.1]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.document_calls += 1
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+def test_langchain_embeddings_resolve_to_their_own_named_adapter() -> None:
+    embedder = resolve_embedder(KeywordEmbeddings())
+    assert isinstance(embedder, emb.LangChainEmbedder)
+    assert embedder.name.endswith("KeywordEmbeddings:keywords-v1")
+    assert embedder.embed(["a dog", "a boat"]).shape == (2, 5)
+    assert embedder.dimension == 5
+    assert np.allclose(np.linalg.norm(embedder.embed_query("rain"), axis=-1), 1.0)
+
+
+def test_langchain_embeddings_failures_name_the_model() -> None:
+    class Broken(KeywordEmbeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            raise RuntimeError("quota exceeded")
+
+    with pytest.raises(EmbeddingError, match=r"keywords-v1.*quota exceeded"):
+        resolve_embedder(Broken()).embed(["x"])
+
+
+def test_memory_takes_a_langchain_embeddings_and_remembers_which_one(tmp_path: Path) -> None:
+    from mnemic import Memory
+    from mnemic.core.store import EmbedderMismatchError
+
+    embeddings = KeywordEmbeddings()
+    with Memory(tmp_path, embedder=embeddings) as memory:
+        memory.remember("We keep a boat at the marina.", user_id="alice")
+        memory.remember("Our dog is called Rex.", user_id="alice")
+        assert memory.recall("dog", user_id="alice", limit=1)[0].record.text == "Our dog is called Rex."
+    assert embeddings.document_calls > 0
+    with pytest.raises(EmbedderMismatchError), Memory(tmp_path, embedder=KeywordEmbeddings("keywords-v2")) as other:
+        other.recall("dog", user_id="alice")

@@ -13,6 +13,7 @@ import pytest
 
 from mnemic import Memory
 from mnemic.core import knowledge as knowledge_module
+from mnemic.core import knowledge_audit
 from mnemic.core.documents import DocumentError, UnsupportedDocumentError, chunk_text
 from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.knowledge import KNOWLEDGE_OWNER, KnowledgeStore
@@ -564,7 +565,7 @@ def test_readding_the_same_text_adds_nothing(seeded: Memory, tmp_path: Path) -> 
 
 
 def test_history_records_ingests_and_removals(mem: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(knowledge_module, "HISTORY_IDS_PER_ENTRY", 3)
+    monkeypatch.setattr(knowledge_audit, "HISTORY_IDS_PER_ENTRY", 3)
     path = tmp_path / "manual.txt"
     path.write_text(long_text(), encoding="utf-8")
     chunks = mem.knowledge.add_file(path, added_by="dana").added

@@ -433,6 +433,27 @@ def test_the_hooks_as_langchain_agents_middleware(memory: Memory, mode: str) -> 
     assert "Lives in Austin." in {r.text for r in memory.list(user_id="alice")}
 
 
+def test_the_readme_create_agent_setup_keeps_threads_per_user(memory: Memory, tmp_path: Path) -> None:
+    """create_agent with the hooks, MnemicStore and a mnemic checkpointer, as the README shows it."""
+    agents = pytest.importorskip("langchain.agents")
+    from mnemic.checkpoints import SqliteCheckpointSaver
+
+    hooks = MemoryHooks(memory)
+    model = ScriptedModel(responses=[AIMessage("Hello Alice."), AIMessage("You said hi before.")])
+    saver = SqliteCheckpointSaver(tmp_path / "threads.sqlite", memory=memory)
+    graph = agents.create_agent(model, tools=memory_tools(memory), middleware=[hooks.middleware()],
+                                store=MnemicStore(memory), checkpointer=saver)
+    graph.invoke(ask("hi"), run("alice", thread="t1"))
+    second = graph.invoke(ask("what did I say?"), run("alice", thread="t1"))
+    hooks.flush()
+    assert [m.content for m in second["messages"] if isinstance(m, HumanMessage)] == ["hi", "what did I say?"]
+
+    report = memory.forget(user_id="alice")
+    assert report.retained["threads"] == 1
+    assert graph.get_state(run("alice", thread="t1")).values == {}
+    saver.close()
+
+
 # -- the store inside an agent ----------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -21,7 +22,7 @@ import pytest
 pytest.importorskip("langgraph.store.base")
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, InvalidNamespaceError
+from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp
 
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
@@ -122,14 +123,46 @@ def test_a_remembered_fact_and_a_store_item_do_not_merge(memory: Memory, store: 
 # -- policy, safety, audit ----------------------------------------------------------------------
 
 
-def test_policy_off_refuses_writes_but_allows_reads_and_deletes(memory: Memory, store: MnemicStore) -> None:
+def test_policy_off_makes_the_store_read_only_without_raising(memory: Memory, store: MnemicStore,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
     store.put(ALICE, "seat", {"text": "Prefers window seats."})
     memory.set_policy(mode="off")
-    with pytest.raises(PolicyError, match="off"):
-        store.put(ALICE, "other", {"text": "x"})
-    assert store.get(ALICE, "seat") is not None
+    store.put(ALICE, "other", {"text": "x"})
+    store.put(ALICE, "seat", {"text": "Prefers aisle seats."})
+    assert store.get(ALICE, "other") is None
+    assert store.get(ALICE, "seat").value == {"text": "Prefers window seats."}  # the key keeps what it held
+    assert store.refused == {"policy": 2}
+    assert [r.levelname for r in caplog.records if "did not store" in r.message] == ["WARNING"]  # once, not per put
     store.delete(ALICE, "seat")
     assert store.get(ALICE, "seat") is None
+    with pytest.raises(PolicyError, match="off"):
+        MnemicStore(memory, on_refused="raise").put(ALICE, "other", {"text": "x"})
+
+
+class NoteState(TypedDict):
+    note: str
+
+
+def test_a_put_the_policy_refuses_does_not_crash_the_graph(memory: Memory) -> None:
+    """A node that writes a secret (or writes under policy off) must not end the run with an error."""
+    from langgraph.config import get_store
+
+    def remember(state: NoteState) -> dict[str, str]:
+        get_store().put(ALICE, "login", {"text": state["note"]})
+        return {"note": "done"}
+
+    builder = StateGraph(NoteState)
+    builder.add_node("remember", remember)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", END)
+    store = MnemicStore(memory)
+    graph = builder.compile(store=store)
+
+    assert graph.invoke({"note": "my password: hunter2hunter2"}) == {"note": "done"}
+    memory.set_policy(mode="off")
+    assert graph.invoke({"note": "harmless"}) == {"note": "done"}
+    assert store.get(ALICE, "login") is None
+    assert store.refused == {"refused value": 1, "policy": 1}
 
 
 def test_the_policy_ttl_applies_to_items_without_one(memory: Memory, store: MnemicStore) -> None:
@@ -141,21 +174,28 @@ def test_the_policy_ttl_applies_to_items_without_one(memory: Memory, store: Mnem
     assert store.get(ALICE, "own") is not None
 
 
-def test_a_secret_anywhere_in_a_value_is_refused(memory: Memory, store: MnemicStore) -> None:
+def test_a_secret_anywhere_in_a_value_is_refused(memory: Memory) -> None:
+    strict = MnemicStore(memory, index={"fields": ["text"]}, on_refused="raise")
     with pytest.raises(NoteRefusedError, match="openai_key"):
-        store.put(ALICE, "k", {"text": "config", "nested": {"key": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB"}})
+        strict.put(ALICE, "k", {"text": "config", "nested": {"key": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB"}})
     with pytest.raises(NoteRefusedError, match="password"):
-        store.put(ALICE, "k", {"text": "my password: hunter2hunter2"}, index=False)
+        strict.put(ALICE, "k", {"text": "my password: hunter2hunter2"}, index=False)
     with pytest.raises(NoteRefusedError, match="credential"):
-        store.put(ALICE, "k", {"text": "service account", "login": {"api_key": "abcd1234efgh5678ijkl"}})
-    assert memory.users() == [] and memory.stats.secrets_refused == 3
+        strict.put(ALICE, "k", {"text": "service account", "login": {"api_key": "abcd1234efgh5678ijkl"}})
+    lenient = MnemicStore(memory, index={"fields": ["text"]})
+    lenient.put(ALICE, "k", {"text": "my password: hunter2hunter2"})
+    assert lenient.get(ALICE, "k") is None and lenient.refused == {"refused value": 1}
+    assert memory.users() == [] and memory.stats.secrets_refused == 4
 
 
 def test_sensitive_categories_are_screened_when_asked(memory: Memory) -> None:
     value = {"text": "Was diagnosed with diabetes last year."}
     MnemicStore(memory).put(ALICE, "health", value)  # an application's deliberate write
     with pytest.raises(NoteRefusedError, match="health"):
-        MnemicStore(memory, screen_sensitive=True).put(ALICE, "health2", value)
+        MnemicStore(memory, screen_sensitive=True, on_refused="raise").put(ALICE, "health2", value)
+    screened = MnemicStore(memory, screen_sensitive=True)
+    screened.put(ALICE, "health2", value)
+    assert screened.get(ALICE, "health2") is None
 
 
 def test_every_put_and_delete_is_in_the_audit_trail(memory: Memory, store: MnemicStore) -> None:
@@ -174,16 +214,71 @@ def test_every_put_and_delete_is_in_the_audit_trail(memory: Memory, store: Mnemi
 
 
 def test_values_must_be_json(store: MnemicStore) -> None:
+    with pytest.raises(TypeError, match=r"JSON.*'k'.*datetime.*isoformat"):
+        store.put(ALICE, "k", {"when": datetime.now(timezone.utc)})
     with pytest.raises(TypeError, match="JSON"):
-        store.put(ALICE, "k", {"when": object()})
+        store.put(ALICE, "k", {"tags": {"a", "b"}})
+    assert store.get(ALICE, "k") is None
 
 
-def test_embeddings_come_from_the_memory(memory: Memory) -> None:
-    with pytest.raises(ValueError, match="embedder"):
-        MnemicStore(memory, index={"dims": 3, "embed": lambda texts: [[0.0] * 3 for _ in texts]})
+def test_langgraph_index_config_is_accepted_and_embeds_per_field(memory: Memory) -> None:
+    calls: list[list[str]] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        return [[float(t.count("a")), float(t.count("b")), 1.0] for t in texts]
+
+    store = MnemicStore(memory, index={"dims": 3, "embed": embed, "fields": ["title", "body"]}, scores="cosine")
+    assert store.index_config["embed"] is embed and store.index_config["fields"] == ["title", "body"]
+    store.put(ALICE, "doc", {"title": "aaaa", "body": "bbbb", "other": "ignored"})
+    assert calls[-1] == ["aaaa", "bbbb"]  # one vector per field text
+    best = store.search(ALICE, query="aaaa")[0]
+    assert best.score == pytest.approx(1.0)  # the best field matches exactly
+    with pytest.raises(ValueError, match="dims"):
+        MnemicStore(memory, index={"embed": embed})
     with pytest.raises(ValueError, match="dims"):
         MnemicStore(memory, index={"dims": 3})
     assert MnemicStore(memory, index={"dims": memory.embedder.dimension}).index_fields == ["$"]
+
+
+def test_a_langchain_embeddings_object_embeds_the_memory_and_the_store(base: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    model = DeterministicFakeEmbedding(size=16)
+    with Memory(base / "lc", embedder=model) as memory:
+        assert memory.embedder.dimension == 16
+        store = MnemicStore(memory, index={"dims": 16, "embed": model, "fields": ["text"]}, scores="cosine")
+        store.put(ALICE, "k", {"text": "Prefers window seats."})
+        assert store.search(ALICE, query="Prefers window seats.")[0].score == pytest.approx(1.0, abs=1e-5)
+        assert memory.recall("Prefers window seats.", user_id="alice")[0].record.text == "Prefers window seats."
+
+
+def test_filters_take_dotted_paths_into_nested_values(store: MnemicStore) -> None:
+    store.put(ALICE, "a", {"text": "x", "user": {"access-level": "admin", "age": 40}, "access-level": "top"})
+    store.put(ALICE, "b", {"text": "y", "user": {"access-level": "guest", "age": 20}})
+    store.put(ALICE, "c", {"text": "z", "user.access-level": "literal"})
+    assert [i.key for i in store.search(ALICE, filter={"user.access-level": "admin"})] == ["a"]
+    assert [i.key for i in store.search(ALICE, filter={"user.age": {"$gt": 30}})] == ["a"]
+    assert [i.key for i in store.search(ALICE, filter={"access-level": "top"})] == ["a"]
+    assert [i.key for i in store.search(ALICE, filter={"user.access-level": "literal"})] == ["c"]
+
+
+def test_scores_are_hybrid_by_default_and_cosine_when_asked(memory: Memory) -> None:
+    hybrid = MnemicStore(memory, index={"fields": ["text"]})
+    hybrid.put(ALICE, "k", {"text": "Prefers window seats."})
+    cosine = MnemicStore(memory, index={"fields": ["text"]}, scores="cosine")
+    exact = cosine.search(ALICE, query="Prefers window seats.")[0]
+    assert exact.score == pytest.approx(1.0, abs=1e-5)
+    assert hybrid.search(ALICE, query="Prefers window seats.")[0].score < exact.score  # a fused 0..1 score
+    with pytest.raises(ValueError, match="scores"):
+        MnemicStore(memory, scores="dot")  # type: ignore[arg-type]
+
+
+def test_the_langgraph_root_label_is_refused_by_put_but_accepted_through_batch(store: MnemicStore) -> None:
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("langgraph", "x"), "k", {"text": "v"})
+    store.batch([PutOp(("langgraph", "x"), "k", {"text": "v"})])  # how LangGraph writes its reserved namespaces
+    assert store.get(("langgraph", "x"), "k").value == {"text": "v"}
 
 
 def test_an_over_long_namespace_is_refused_clearly(store: MnemicStore) -> None:

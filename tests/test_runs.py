@@ -16,6 +16,7 @@ from test_server_mode import chroma_server as chroma_server  # the server fixtur
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.runs import RunStep
+from mnemic.core.safety import REDACTED
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,6 +53,45 @@ def test_a_step_recorded_again_replaces_the_earlier_output_and_a_run_keeps_what_
     assert stored is not None and [s.output["raw"] for s in stored.steps] == ["reused", "second try"]
     with pytest.raises(ValueError, match="already exists"):
         memory.runs.begin(group="g", user_id="alice", run_id=run.run_id)
+
+
+STRIPE_KEY = "sk_" + "live_" + "51HqLyjWDarjtT1zdp7dc4eC39Xy"
+PASSWORD = "Tr0ub4dor&3-horse-staple"
+GITHUB_TOKEN = "ghp_" + "Zx81kQ9vLm27Tq4WaB3cD5eF6gH7iJ8kL9mN"
+
+
+def test_a_run_holds_no_secret_in_inputs_keys_meta_or_steps_and_each_is_counted(
+        memory: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    task_key = "393cd97b71706eb04f6be226f068f75e"  # a hash CrewAI computes; "task_key: <hex>" reads as a key
+    with caplog.at_level("DEBUG", logger="mnemic"):
+        run = memory.runs.begin(group="g", group_name="billing", user_id="alice", meta={"note": f"key {STRIPE_KEY}"},
+                                inputs={"user_id": "alice", "db_password": PASSWORD, GITHUB_TOKEN: "as a key",
+                                        "door_pin": 7731, "company": "Acme"})
+        said = f"The password is {PASSWORD}"
+        memory.runs.record_step(run.run_id, 0, {
+            "task_key": task_key, "agent": "Integrator",
+            "output": {"raw": f"Use {STRIPE_KEY} for billing.", "messages": [{"role": "user", "content": said}]},
+        }, step_id="t0", verbatim=("task_key",))
+    assert memory.stats.secrets_by_kind == {"stripe_key": 2, "password": 3, "github_token": 1}
+    assert memory.stats.secrets_refused == 6
+    assert "redacted" in caplog.text and STRIPE_KEY not in caplog.text and PASSWORD not in caplog.text
+
+    stored = memory.runs.get(run.run_id)
+    assert stored is not None
+    assert stored.inputs == {"user_id": "alice", "db_password": REDACTED, REDACTED: "as a key", "door_pin": REDACTED,
+                             "company": "Acme"}
+    assert stored.meta == {"note": f"key {REDACTED}"}
+    step = stored.steps[0].output
+    assert step["task_key"] == task_key and step["agent"] == "Integrator"
+    assert step["output"] == {"raw": f"Use {REDACTED} for billing.",
+                              "messages": [{"role": "user", "content": f"The password is {REDACTED}"}]}
+
+    # A replay copies stored steps into a new run: they hold nothing more to redact or count.
+    copy = memory.runs.begin(group="g", user_id="alice", inputs=stored.inputs, steps=stored.steps,
+                             verbatim=("task_key",))
+    assert memory.stats.secrets_refused == 6
+    again = memory.runs.get(copy.run_id)
+    assert again is not None and again.steps[0].output == step and again.inputs == stored.inputs
 
 
 def test_prune_keeps_the_newest_runs_of_one_group_only(memory: Memory) -> None:

@@ -311,6 +311,23 @@ def test_the_remember_tool_refuses_honestly(mem: Memory) -> None:
         assert tools.remember(mem, text, user_id="alice").startswith("Saved")
 
 
+def test_the_run_log_keeps_no_secret_and_every_look_alike(mem: Memory) -> None:
+    """Kickoff inputs and task outputs are kept for replay: redacted, not refused (the run happened)."""
+    run = mem.runs.begin(group="crew", user_id="alice", inputs={f"input_{i}": t for i, t in enumerate(SECRET_TEXTS)})
+    mem.runs.record_step(run.run_id, 0, {"output": {"raw": "\n".join(SECRET_TEXTS),
+                                                    "messages": [{"content": t} for t in SECRET_TEXTS]}})
+    kept = mem.runs.begin(group="crew", user_id="alice", inputs={"message": LOOK_ALIKES[0]})
+    mem.runs.record_step(kept.run_id, 0, {"output": {"raw": "\n".join(LOOK_ALIKES), "messages": LOOK_ALIKES}})
+
+    stored = mem.runs.get(run.run_id)
+    assert stored is not None and REDACTED in stored.steps[0].output["output"]["raw"]
+    _assert_holds_no_secret(json.dumps(stored.to_dict(), ensure_ascii=False))
+    assert mem.stats.secrets_refused >= 2 * len(SECRET_TEXTS)  # each one in the inputs and the messages
+    looked = mem.runs.get(kept.run_id)
+    assert looked is not None and looked.steps[0].output["output"]["messages"] == LOOK_ALIKES
+    assert looked.inputs == {"message": LOOK_ALIKES[0]}
+
+
 def test_refusals_never_log_the_secret(mem: Memory, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("DEBUG", logger="mnemic"):
         for text in SECRET_TEXTS[:40]:

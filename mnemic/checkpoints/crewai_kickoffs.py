@@ -36,6 +36,9 @@ log = logging.getLogger("mnemic.crewai")
 
 KICKOFF_KIND = "kickoff"
 DEFAULT_KEEP_KICKOFFS = 20
+# What CrewAI computes for a task (a uuid and a hash), stored as it is: the run log redacts secrets
+# from everything else, and "task_key: <hex>" reads like a credential.
+_STEP_IDS = ("task_id", "task_key")
 FailureReport = Callable[[str, BaseException], None]
 
 
@@ -103,7 +106,7 @@ class KickoffOutputs:
                 run_id = self._replay.get() or self._begin_replay(task_index)
             else:
                 run_id = self._current.get() or self._begin_kickoff()
-            self._runs.record_step(run_id, task_index, step, step_id=step["task_id"])
+            self._runs.record_step(run_id, task_index, step, step_id=step["task_id"], verbatim=_STEP_IDS)
         except Exception as exc:  # never break the crew for its replay record
             task = log_entry.get("task")
             what = f"the output of task {task_index + 1} ({getattr(task, 'name', None) or 'unnamed'}) for replay"
@@ -199,7 +202,7 @@ class KickoffOutputs:
         header["meta"] |= {"replay_of": source.run_id if source else None, "replayed_from_task": task_index + 1}
         kickoff_id = getattr(crew, "_kickoff_event_id", None)
         run_id = str(kickoff_id) if kickoff_id and self._runs.get(str(kickoff_id)) is None else None
-        run = self._runs.begin(run_id=run_id, steps=kept, **header)
+        run = self._runs.begin(run_id=run_id, steps=kept, verbatim=_STEP_IDS, **header)
         self._replay.set(run.run_id)
         self._prune(run.group)
         return run.run_id

@@ -1,7 +1,9 @@
 """`mnemic kickoffs`: the crew kickoffs a namespace keeps for replay (see `core.runs`).
 
 They live in the namespace's Chroma database, so these commands read the same store the crews
-write to: `--store` for an embedded store, `--server` for a deployment's Chroma server.
+write to: `--store` for an embedded store, `--server` for a deployment's Chroma server. What they
+print was written by users and models: it is escaped, so "[redacted secret]" shows as itself
+rather than being read as rich markup.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .operator import opened, store_options
@@ -48,8 +51,9 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
     for column in ("kickoff", "crew", "user", "started", "updated", "tasks", "replay of"):
         table.add_column(column, overflow="fold")
     for run in runs:
-        table.add_row(run.run_id, run.group_name or run.group, run.user_id or "-", _when(run.started_at.isoformat()),
-                      _when(run.updated_at.isoformat()), str(run.step_count), run.meta.get("replay_of") or "-")
+        table.add_row(run.run_id, escape(run.group_name or run.group), escape(run.user_id or "-"),
+                      _when(run.started_at.isoformat()), _when(run.updated_at.isoformat()), str(run.step_count),
+                      escape(str(run.meta.get("replay_of") or "-")))
     _out.print(table)
 
 
@@ -67,17 +71,19 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
     if as_json:
         click.echo(json.dumps(run.to_dict(), indent=2, ensure_ascii=False))
         return
-    _out.print(f"[bold]{run.run_id}[/]  crew {run.group_name or '-'} (key {run.group})  user {run.user_id or '-'}")
+    _out.print(f"[bold]{run.run_id}[/]  crew {escape(run.group_name or '-')} (key {run.group})  "
+               f"user {escape(run.user_id or '-')}")
     _out.print(f"started {_when(run.started_at.isoformat())}  updated {_when(run.updated_at.isoformat())}"
-               + (f"  replay of {run.meta['replay_of']}" if run.meta.get("replay_of") else ""))
-    _out.print(f"inputs: {json.dumps(run.inputs, ensure_ascii=False)}")
+               + (f"  replay of {escape(str(run.meta['replay_of']))}" if run.meta.get("replay_of") else ""))
+    _out.print(f"inputs: {escape(json.dumps(run.inputs, ensure_ascii=False))}")
     table = Table()
     for column in ("#", "task id", "task", "agent", "output"):
         table.add_column(column, overflow="fold")
     for step in run.steps:
         output = step.output.get("output") or {}
         text = str(output.get("raw") or "")
-        table.add_row(str(step.index + 1), str(step.output.get("task_id") or "-"),
-                      " ".join(str(output.get("description") or step.output.get("task_name") or "").split())[:80],
-                      str(step.output.get("agent") or "-"), text if len(text) <= 400 else text[:399] + "…")
+        task = " ".join(str(output.get("description") or step.output.get("task_name") or "").split())[:80]
+        table.add_row(str(step.index + 1), escape(str(step.output.get("task_id") or "-")), escape(task),
+                      escape(str(step.output.get("agent") or "-")),
+                      escape(text if len(text) <= 400 else text[:399] + "…"))
     _out.print(table)

@@ -8,6 +8,7 @@ import click
 
 from .checkpoints import checkpoints_group
 from .kickoffs import kickoffs_group
+from .lessons import lessons_group
 from .models import models
 from .operator import knowledge_group, memory_group, policy_group
 
@@ -31,6 +32,7 @@ cli.add_command(policy_group)
 cli.add_command(knowledge_group)
 cli.add_command(checkpoints_group)
 cli.add_command(kickoffs_group)
+cli.add_command(lessons_group)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,11 +13,22 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from .embeddings import Embedder
-from .extraction import ExtractedFact, Message, deterministic_extract, llm_extract, normalise_messages, topic_allowed
+from .extraction import (
+    MAX_MESSAGE_CHARS,
+    ExtractedFact,
+    Message,
+    deterministic_extract,
+    llm_extract,
+    normalise_messages,
+    task_extract,
+    topic_allowed,
+)
 from .intake import Intake
+from .llm import check_llm
 from .namespace_policy import NamespacePolicy
 from .policy import MemoryPolicy
 from .reconcile import Decision
@@ -38,6 +49,15 @@ MAX_BUFFERED_SESSIONS = 512
 MAX_PROMPT_FACTS = 15
 
 
+def _task_text(task: Any) -> str | None:
+    """A task's instruction as the extractor is shown it (cut like a message), None when empty."""
+    if task is None:
+        return None
+    if not isinstance(task, str):
+        raise TypeError(f"task must be the instruction the agent was given, as a string, got {type(task).__name__}")
+    return scrub(task).strip()[:MAX_MESSAGE_CHARS] or None
+
+
 class Conversations:
     def __init__(self, *, store: ChromaStore, records: RecordWriter, writer: BackgroundWriter,
                  pipeline: WritePipeline, intake: Intake, policy: NamespacePolicy, stats: WriteStats,
@@ -53,9 +73,11 @@ class Conversations:
         self._embedder = embedder
         # Turns seen under `explicit`, per (user, session), for memorize(); touched only by the writer.
         self._sessions: OrderedDict[tuple[str, str], SessionBuffer] = OrderedDict()
+        self._explained: set[str] = set()  # what the log was told once (why nothing was stored...)
 
     def observe(self, messages: Any, *, user_id: str | None, session_id: str | None, turn: int | None,
-                memory: bool, scope: str | None, metadata: dict[str, Any] | None) -> None:
+                memory: bool, scope: str | None, metadata: dict[str, Any] | None, task: str | None = None,
+                agent_llm: Any = None) -> None:
         if not isinstance(memory, bool):
             raise TypeError(f"memory must be True or False (False keeps this turn out), got {memory!r}")
         owner = self._intake.owner(user_id)
@@ -67,9 +89,12 @@ class Conversations:
         # anything is queued. The messages themselves are redacted when the turn is distilled.
         self._intake.refuse_secret_fields("this observe()", session_id=session, scope=scope)
         extra = self._without_secrets(check_metadata(metadata)) or None
+        instruction = _task_text(task)
+        borrowed = check_llm(agent_llm)
         self._stats.bump("turns_observed")
         self._writer.submit(
-            lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra),
+            lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra,
+                                      task=instruction, agent_llm=borrowed),
             f"a turn of {len(captured)} message(s) for user {owner!r} from observe()")
 
     def _without_secrets(self, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +107,8 @@ class Conversations:
         return {key: value for key, value in metadata.items() if key not in found}
 
     def _observe_job(self, owner: str, session: str | None, turn: int | None, scope: str,
-                     messages: list[Message], memory: bool, metadata: dict[str, Any] | None = None) -> None:
+                     messages: list[Message], memory: bool, metadata: dict[str, Any] | None = None, *,
+                     task: str | None = None, agent_llm: Any = None) -> None:
         buffer = self._session_buffer(owner, session) if session is not None else None
         if not memory:
             self._stats.bump("turns_opted_out")
@@ -96,9 +122,10 @@ class Conversations:
         policy = self._policy.current()
         if policy.mode == "auto":
             self._distil(owner, messages, policy=policy, session=session, turn=turn, scope=scope,
-                         actor="extractor", metadata=metadata)
+                         actor="extractor", metadata=metadata, task=task, agent_llm=agent_llm)
         elif policy.mode == "explicit" and buffer is not None:
-            buffer.add(Turn(turn=turn, scope=scope, messages=messages, metadata=metadata))
+            buffer.add(Turn(turn=turn, scope=scope, messages=messages, metadata=metadata, task=task,
+                            agent_llm=agent_llm))
 
     def memorize(self, session_id: str | None, *, user_id: str | None, messages: Any, scope: str | None,
                  timeout: float | None) -> list[MemoryRecord]:
@@ -127,14 +154,13 @@ class Conversations:
             else:
                 turns = buffer.uncommitted() if buffer is not None else []
                 if scope is not None:
-                    turns = [Turn(turn=t.turn, scope=scope, messages=t.messages, metadata=t.metadata)
-                             for t in turns]
+                    turns = [replace(t, scope=scope) for t in turns]
             stored: list[MemoryRecord] = []
             for group in group_turns(turns):
                 stored.extend(self._distil(
                     owner, [m for t in group for m in t.messages], policy=policy, session=session,
                     turn=group[0].turn if len(group) == 1 else None, scope=group[0].scope, actor="memorize",
-                    metadata=group[0].metadata))
+                    metadata=group[0].metadata, task=group[0].task, agent_llm=group[0].agent_llm))
             if given is None and buffer is not None:
                 buffer.commit_all()
             return stored
@@ -154,33 +180,46 @@ class Conversations:
 
     def _distil(self, owner: str, messages: list[Message], *, policy: MemoryPolicy,
                 session: str | None, turn: int | None, scope: str, actor: str,
-                metadata: dict[str, Any] | None = None) -> list[MemoryRecord]:
+                metadata: dict[str, Any] | None = None, task: str | None = None,
+                agent_llm: Any = None) -> list[MemoryRecord]:
         """Extract, screen and persist the facts of some messages (runs on the writer thread)."""
-        clean: list[Message] = []
-        for message in messages:
-            # Secrets leave the text before any extractor, or any provider, sees it.
-            text, hits = redact(message.content)
-            if hits:
-                self._stats.add_secrets([h.kind for h in hits])
-            clean.append(Message(role=message.role, content=text))
+        clean = [Message(role=m.role, content=self._redacted(m.content)) for m in messages]
         if not any(m.role != "system" for m in clean):
             return []
+        instruction = self._redacted(task) if task is not None else None
         self._stats.bump("turns_extracted")
         facts: list[ExtractedFact] | None = None
-        llm = self._llm()
+        # The Memory's own LLM is retried once and each failure logged; an agent's LLM is borrowed
+        # for one call, as the framework that runs the agent would make, and a model that does not
+        # answer in JSON is said once (it would be every task).
+        own = self._llm()
+        borrowed = own is None and agent_llm is not None
+        llm = own if own is not None else agent_llm
         if llm is not None:
             existing, aliases = self._existing_for_prompt(owner, clean)
+            failures: list[BaseException] = []
+
+            def failed(exc: BaseException) -> None:
+                failures.append(exc)
+                self._stats.bump("llm_failures")
+
             facts = llm_extract(
                 llm, clean, policy=policy, existing=existing, aliases=aliases,
-                on_call=lambda: self._stats.add_llm_call("extract"),
-                on_failure=lambda exc: self._stats.bump("llm_failures"),
+                on_call=lambda: self._stats.add_llm_call("extract"), on_failure=failed,
+                task=instruction, attempts=1 if borrowed else 2,
+                log_level=logging.DEBUG if borrowed else logging.WARNING,
             )
             if facts is None:
                 self._stats.bump("llm_fallbacks")
-                log.warning("LLM extraction failed twice; the deterministic extractor handles this turn")
+                if borrowed:
+                    self._say_once("agent llm", f"the agent's LLM could not extract memories ({failures[-1]}); "
+                                                "mnemic's rules extract instead (counted in Memory.stats)")
+                else:
+                    log.warning("LLM extraction failed; the deterministic extractor handles this turn")
         by_llm = facts is not None
         if facts is None:
-            facts = deterministic_extract(clean, topics=policy.topics)
+            facts = (deterministic_extract(clean, topics=policy.topics) if instruction is None
+                     else task_extract(clean, task=instruction, topics=policy.topics))
         records: list[MemoryRecord] = []
         decisions: dict[str, Decision] = {}
         ttl = policy.ttl_seconds or None
@@ -205,10 +244,43 @@ class Conversations:
                                                 fact.reason or f"LLM decided {fact.decision}", by="llm")
         self._stats.bump("facts_extracted", len(records))
         if not records:
+            if actor == "extractor":
+                self._explain_nothing(found=len(facts), by_llm=by_llm, task=instruction is not None)
             return []
         label = f"{actor} (llm)" if by_llm else f"{actor} (rules)"
         return self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
                                           use_llm=False)
+
+    def _redacted(self, text: str) -> str:
+        # Secrets leave the text before any extractor, or any provider, sees it.
+        clean, hits = redact(text)
+        if hits:
+            self._stats.add_secrets([h.kind for h in hits])
+        return clean
+
+    def _explain_nothing(self, *, found: int, by_llm: bool, task: bool) -> None:
+        """Say once per reason why an automatic extraction stored nothing: an empty memory with no
+        word in the log is what users of other memories complain about."""
+        if found:
+            reason = ("screened", f"{found} extracted fact(s) were all dropped by the policy's topics or by "
+                                  "safety screening (see Memory.stats)")
+        elif by_llm:
+            reason = ("llm", "the LLM found nothing worth remembering")
+        elif task:
+            reason = ("task rules", "no LLM is available, and the rules found no statement in the task's "
+                                    "result or inputs (they keep the result's declarative sentences and the "
+                                    "inputs' first-person statements)")
+        else:
+            reason = ("rules", "no LLM is configured, and the rules found no statement about the user (they "
+                               "keep the user's first-person statements and the assistant's 'you …' ones); "
+                               "give the Memory an llm= to extract more")
+        self._say_once(reason[0], f"automatic extraction stored nothing from a turn: {reason[1]}")
+
+    def _say_once(self, key: str, message: str) -> None:
+        if key in self._explained:
+            return
+        self._explained.add(key)
+        log.warning("%s. Said once.", message)
 
     def _existing_for_prompt(self, owner: str, messages: list[Message]
                              ) -> tuple[list[tuple[int, str]], dict[int, str]]:

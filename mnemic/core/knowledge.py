@@ -19,10 +19,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +36,7 @@ from .documents import (
 from .embeddings import Embedder
 from .gate import OpenGate
 from .history import HistoryEntry
+from .knowledge_audit import audit_entries, new_generation, undo
 from .knowledge_chunks import (
     ChunkKind,
     IngestResult,
@@ -58,73 +57,23 @@ from .knowledge_input import (
     check_sources,
     distil_with_llm,
 )
-from .lexical import LexicalIndex, matched_terms
-from .ranking import Candidate, RecallWeights, fuse
+from .knowledge_search import KNOWLEDGE_OWNER, KnowledgeRanker
+from .lexical import LexicalIndex
+from .ranking import RecallWeights
 from .records import text_hash, utcnow
 from .safety import contains_secret, find_secrets
 from .scrub import Scrubber
 from .store import StoredRow
-from .store.knowledge import HISTORY_IDS_PER_ENTRY, KnowledgeCollection
+from .store.knowledge import KnowledgeCollection
 from .validation import check_clean, check_limit, check_text
 
 log = logging.getLogger("mnemic")
 
 
-# The lexical index is shared with memory and keyed by owner. Every user id is stripped of
-# surrounding whitespace before use, so an owner with a leading space can never be a user's.
-KNOWLEDGE_OWNER = " mnemic:knowledge"
-KNOWLEDGE_IMPORTANCE = 0.5
 EMBED_BATCH = 128
 # Text given to add() (not verbatim) is chunked; a whole book fits, a runaway input does not.
 MAX_KNOWLEDGE_TEXT_CHARS = 5_000_000
 SERVER_SYNC_INTERVAL_S = 2.0
-
-@dataclass(frozen=True)
-class _Ranked:
-    """What fusion needs of a chunk before its text is fetched (see ranking.Rankable)."""
-
-    id: str
-    created_at: datetime
-    importance: float = KNOWLEDGE_IMPORTANCE
-    session_id: str | None = None
-    turn: int | None = None
-
-
-def _undo(what: str, action: Callable[[], None]) -> None:
-    """One rollback step. A failure here is logged, not raised: the caller re-raises the error
-    that caused the rollback, which is the one the operator needs to see. Anything left behind
-    is found by `repair()` (the generation no longer matches the index)."""
-    try:
-        action()
-    except Exception as exc:
-        log.error("knowledge rollback could not %s: %s", what, exc)
-
-
-def _new_generation() -> float:
-    # Any change of value means "changed"; 52 random bits survive a round trip through a float.
-    return float(uuid.uuid4().int >> 76)
-
-
-def _history_entries(action: Literal["add", "delete"], chunks: Sequence[KnowledgeChunk], *, actor: str,
-                     reason: str | None = None, group: str | None = None) -> list[dict[str, Any]]:
-    """Audit entries for one mutation: one entry per HISTORY_IDS_PER_ENTRY chunks, listing their
-    ids. The text itself is kept when a single chunk is added or removed."""
-    now = utcnow()
-    single = chunks[0] if len(chunks) == 1 else None
-    sources = sorted({c.source or "" for c in chunks})
-    entries = []
-    for start in range(0, len(chunks), HISTORY_IDS_PER_ENTRY):
-        part = chunks[start:start + HISTORY_IDS_PER_ENTRY]
-        entries.append({
-            "entry_id": uuid.uuid4().hex, "record_id": single.id if single else (group or "bulk"),
-            "record_ids": [c.id for c in part], "user_id": "*", "action": action, "actor": actor,
-            "reason": reason,
-            "before": None,  # a removal erases the text: its entry keeps none
-            "after": single.text if single and action == "add" else None,
-            "at": now.isoformat(), "at_ts": now.timestamp(), "version": 1 if action == "add" else 2,
-            "details": {"chunks": len(chunks), "sources": sources[:50], "group": group},
-        })
-    return entries
 
 
 class KnowledgeStore:
@@ -158,6 +107,7 @@ class KnowledgeStore:
         # holding a secret are skipped, reported in IngestResult.refused and counted in stats.
         self._refuse_secrets = refuse_secrets
         self._count_secrets = count_secrets
+        self._ranker = KnowledgeRanker(self._collection, lexical, embedder, weights)
         self._lock = threading.RLock()
         self._last_sync = 0.0
         self.repair()
@@ -337,8 +287,8 @@ class KnowledgeStore:
         return np.concatenate(parts, axis=0)
 
     def _write(self, chunks: list[KnowledgeChunk], vectors: np.ndarray, *, actor: str) -> None:
-        generation = _new_generation()
-        entries = _history_entries("add", chunks, actor=actor, group=chunks[0].ingest_id)
+        generation = new_generation()
+        entries = audit_entries("add", chunks, actor=actor, group=chunks[0].ingest_id)
         rows = [StoredRow(id=c.id, document=c.text, metadata=to_metadata(c), embedding=v)
                 for c, v in zip(chunks, vectors, strict=True)]
         self._collection.set_generation(generation)
@@ -348,9 +298,9 @@ class KnowledgeStore:
             self._lexical.upsert((c.id, self._collection.name, KNOWLEDGE_OWNER, c.text, 1) for c in chunks)
         except BaseException:
             ids = [c.id for c in chunks]
-            _undo("delete the chunks just written", lambda: self._collection.delete(ids))
-            _undo("unindex the chunks just written", lambda: self._lexical.delete(self._collection.name, ids))
-            _undo("drop the audit entries just written",
+            undo("delete the chunks just written", lambda: self._collection.delete(ids))
+            undo("unindex the chunks just written", lambda: self._lexical.delete(self._collection.name, ids))
+            undo("drop the audit entries just written",
                   lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
             raise
         self._lexical.set_watermark(self._collection.name, generation)
@@ -375,52 +325,7 @@ class KnowledgeStore:
         if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
             raise TypeError(f"min_score must be a number, got {type(min_score).__name__}")
         self._maybe_sync()
-        now = utcnow()
-        # Filtering happens after retrieval (no Chroma `where`), so a filtered search reaches further.
-        pool = max(limit * 4, 40) * (4 if sources else 1)
-        vector = self._embedder().embed([query_text])[0]
-        # No `where`: a metadata filter is evaluated against the whole Chroma database.
-        cosines = {rid: 1.0 - distance for rid, distance in self._collection.query(vector, n_results=pool)}
-        bm25 = {h.record_id: h.bm25 for h in self._lexical.search(query_text, user_id=KNOWLEDGE_OWNER,
-                                                                   limit=pool)}
-        missing = [rid for rid in bm25 if rid not in cosines]
-        if missing:
-            vectors = self._collection.embeddings(missing)
-            stale = [rid for rid in missing if rid not in vectors]
-            if stale:
-                self._lexical.delete(self._collection.name, stale)
-                for rid in stale:
-                    del bm25[rid]
-            for rid, stored in vectors.items():
-                cosines[rid] = float(np.dot(stored, vector))
-        ids = list(dict.fromkeys([*cosines, *bm25]))
-        rows: dict[str, StoredRow] = {}
-        if sources:
-            rows = {row.id: row for row in self._collection.get(ids)}
-            ids = [rid for rid in ids if rid in rows and rows[rid].metadata.get("source") in sources]
-        shares = self._lexical.coverage(query_text, user_id=KNOWLEDGE_OWNER) if bm25 else {}
-        # Knowledge does not age: it holds until an operator removes it, so every chunk gets full
-        # recency, no time window applies, and ranking rests on relevance alone.
-        candidates = [Candidate(record=_Ranked(rid, now), cosine=cosines.get(rid), bm25=bm25.get(rid),
-                                coverage=shares.get(rid, 0.0))
-                      for rid in ids]
-        fused = fuse(candidates, self._weights(), now)
-        # A few spares, in case a winner was deleted by another process since it was ranked.
-        wanted = [(score, c, b) for score, c, b in fused if score >= min_score][:limit + 4]
-        if not sources:
-            rows = {row.id: row for row in self._collection.get([c.record.id for _, c, _ in wanted])}
-        results: list[KnowledgeHit] = []
-        for score, candidate, breakdown in wanted:
-            row = rows.get(candidate.record.id)
-            if row is None:
-                continue
-            chunk = from_row(row)
-            if candidate.bm25 is not None:
-                breakdown = breakdown.model_copy(update={"matched_terms": matched_terms(query_text, chunk.text)})
-            results.append(KnowledgeHit(chunk=chunk, score=round(score, 6), breakdown=breakdown))
-            if len(results) >= limit:
-                break
-        return results
+        return self._ranker.search(query_text, limit=limit, sources=sources, min_score=float(min_score))
 
     def get(self, chunk_id: str) -> KnowledgeChunk:
         self._gate.check()
@@ -502,9 +407,9 @@ class KnowledgeStore:
         self._refuse_secrets("this knowledge.clear()", actor=who)
         with self._lock:
             chunks = [from_row(r) for r in self._collection.iterate()]
-            self._collection.set_generation(_new_generation())
+            self._collection.set_generation(new_generation())
             if chunks:
-                self._collection.add_history(_history_entries("delete", chunks, actor=who, reason="cleared",
+                self._collection.add_history(audit_entries("delete", chunks, actor=who, reason="cleared",
                                                               group="clear"))
             self._collection.clear()
             self._lexical.drop_collection(self._collection.name)
@@ -528,14 +433,14 @@ class KnowledgeStore:
         self._scrubber.finish()
 
     def _remove(self, chunks: builtins.list[KnowledgeChunk], *, actor: str, reason: str | None) -> None:
-        generation = _new_generation()
-        entries = _history_entries("delete", chunks, actor=actor, reason=reason)
+        generation = new_generation()
+        entries = audit_entries("delete", chunks, actor=actor, reason=reason)
         self._collection.set_generation(generation)
         self._collection.add_history(entries)
         try:
             self._collection.delete([c.id for c in chunks])
         except BaseException:
-            _undo("drop the audit entries of a failed delete",
+            undo("drop the audit entries of a failed delete",
                   lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
             raise
         self._lexical.delete(self._collection.name, (c.id for c in chunks))

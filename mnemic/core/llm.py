@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 
 def embed_texts(model: str, texts: list[str], **kwargs: Any) -> list[list[float]]:
@@ -46,11 +46,15 @@ def complete_json(
 ) -> dict[str, Any]:
     """Ask `llm` for a JSON object that follows `schema` and return it parsed.
 
-    `llm` is a litellm model string (called with a strict JSON-schema `response_format`) or any
-    callable `(messages, schema) -> str | dict`. Raises LLMOutputError when the answer is not a
-    JSON object; whatever the model or provider raises passes through.
+    `llm` is any of the kinds `check_llm` accepts: a litellm model string (called with a strict
+    JSON-schema `response_format`), a LangChain chat model (`.invoke(messages)`), a CrewAI LLM
+    (`.call(messages)`), or a callable `(messages, schema) -> str | dict`. Framework models cannot
+    be handed a response format per call, so they get the schema in the system message. Raises
+    LLMOutputError when the answer is not a JSON object; whatever the model or provider raises
+    passes through.
     """
-    if isinstance(llm, str):
+    kind = llm_kind(llm)
+    if kind == "litellm":
         import litellm
 
         response = litellm.completion(
@@ -66,14 +70,62 @@ def complete_json(
         message = choice["message"] if isinstance(choice, dict) else choice.message
         # Only the answer is read: a reasoning model's `reasoning_content` is never looked at.
         content = message.get("content") if isinstance(message, dict) else message.content
-    elif callable(llm):
-        content = llm(messages, schema)
+    elif kind == "chat_model":
+        content = answer_text(llm.invoke(with_schema(messages, schema)))
+    elif kind == "crewai":
+        content = answer_text(llm.call(with_schema(messages, schema)))
     else:
-        raise TypeError(
-            f"llm must be a litellm model string (e.g. 'gpt-4o-mini') or a callable "
-            f"(messages, schema) -> str | dict, got {type(llm).__name__}"
-        )
+        content = llm(messages, schema)
     return parse_json_object(content)
+
+
+LLMKind = Literal["litellm", "chat_model", "crewai", "callable"]
+
+
+def llm_kind(llm: Any) -> LLMKind:
+    """Which kind of LLM `llm` is, by duck typing (core imports no agent framework):
+
+    - "litellm": a model string such as "gpt-4o-mini";
+    - "chat_model": a LangChain chat model or any Runnable (`.invoke(messages)` → message or str);
+    - "crewai": a CrewAI `BaseLLM`/`LLM` (`.call(messages)` → str);
+    - "callable": any other callable `(messages, schema) -> str | dict`.
+    """
+    if isinstance(llm, str):
+        return "litellm"
+    if callable(getattr(llm, "invoke", None)) and not isinstance(llm, type):
+        return "chat_model"
+    if callable(getattr(llm, "call", None)) and not callable(llm) and not isinstance(llm, type):
+        return "crewai"
+    if callable(llm):
+        return "callable"
+    raise TypeError(f"llm must be {_KINDS}, got {type(llm).__name__}")
+
+
+_KINDS = ("a litellm model string (e.g. 'gpt-4o-mini'), a LangChain chat model, a CrewAI LLM, or a "
+          "callable (messages, schema) -> str | dict")
+
+
+def with_schema(messages: list[dict[str, str]], schema: dict[str, Any]) -> list[dict[str, str]]:
+    """`messages` with the JSON schema spelled out in the system message, for models that cannot
+    be given a response format per call."""
+    rule = ("Answer with one JSON object, and nothing else, that follows this JSON schema:\n"
+            + json.dumps(schema, separators=(",", ":")))
+    if messages and messages[0].get("role") == "system":
+        return [{"role": "system", "content": f"{messages[0]['content']}\n\n{rule}"}, *messages[1:]]
+    return [{"role": "system", "content": rule}, *messages]
+
+
+def answer_text(answer: Any) -> Any:
+    """The text of a framework model's answer: a string as it is, a message's `content` (text
+    parts only: a reasoning part is never read), a dict as it is (already structured)."""
+    if isinstance(answer, (str, dict)):
+        return answer
+    content = getattr(answer, "content", answer)
+    if isinstance(content, list):
+        parts = [part if isinstance(part, str) else part.get("text", "") for part in content
+                 if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")]
+        return "".join(parts)
+    return content
 
 
 def parse_json_object(content: Any) -> dict[str, Any]:
@@ -102,16 +154,15 @@ def parse_json_object(content: Any) -> dict[str, Any]:
 
 
 def check_llm(llm: Any) -> Any:
-    """`llm` as given to Memory, checked: None, a litellm model string, or a callable."""
+    """`llm` as given to Memory (or per call), checked: None, or one of the kinds `llm_kind` names."""
     if llm is None:
         return None
     if isinstance(llm, str):
         if not llm.strip():
             raise ValueError("llm is empty: give a litellm model name such as 'gpt-4o-mini', or None for no LLM")
         return llm.strip()
-    if callable(llm):
-        return llm
-    raise TypeError(
-        f"llm must be None, a litellm model string (e.g. 'gpt-4o-mini') or a callable "
-        f"(messages, schema) -> str | dict, got {type(llm).__name__}"
-    )
+    try:
+        llm_kind(llm)
+    except TypeError:
+        raise TypeError(f"llm must be None, {_KINDS}, got {type(llm).__name__}") from None
+    return llm

@@ -44,6 +44,7 @@ from .namespace_policy import NamespacePolicy
 from .notes import NoteStore
 from .organisation import Organisation
 from .policy import EffectivePolicy, MemoryPolicy, coerce_policy
+from .queued_writes import QueuedWrites
 from .ranking import RecallWeights
 from .recall import RecallPipeline
 from .reconcile import thresholds_for
@@ -60,9 +61,9 @@ from .store import ChromaStore, RunCollection, make_persistent_client
 from .store.history import ChromaHistory
 from .validation import MAX_TEXT_CHARS, check_optional_str
 from .views import MemoryView
-from .write_journal import Journaled, WriteJournal
-from .write_pipeline import WritePipeline, describe_queued
-from .writer import BackgroundWriteError, BackgroundWriter, PartialBatchFailure
+from .write_journal import WriteJournal
+from .write_pipeline import WritePipeline
+from .writer import BackgroundWriteError, BackgroundWriter
 
 log = logging.getLogger("mnemic")
 
@@ -72,8 +73,9 @@ class Memory:
     `Memory("./.mnemic")` opens (or creates) an embedded store; `Memory(client=chromadb.HttpClient(...))`
     uses a Chroma server; `Memory()` is a private temporary store removed on `close()`.
 
-    `llm=` (a litellm model string, or any callable `(messages, schema) -> str | dict`) distils
-    turns into facts and reconciles them; without one, deterministic rules do both. Recall never
+    `llm=` (a litellm model string, a LangChain chat model, a CrewAI LLM, or any callable
+    `(messages, schema) -> str | dict`) distils turns into facts and reconciles them; without one,
+    deterministic rules do both. Recall never
     calls it. `policy=` (a MemoryPolicy, a dict of its fields, or a mode name) is stored as the
     namespace's memory policy; without it the stored one applies (explicit when none was stored).
     """
@@ -145,8 +147,9 @@ class Memory:
             dimension=lambda: int(self.embedder.dimension),
             local_history=history if isinstance(history, LocalHistory) else None)
         self._recovery.on_open()
-        self._journal = WriteJournal(self._local, self.namespace)
-        self._replay_journal()
+        self._queued = QueuedWrites(WriteJournal(self._local, self.namespace), self._writer, self._pipeline,
+                                    self._records)
+        self._queued.replay()
         if initial_policy is not None:
             self.set_policy(initial_policy)
 
@@ -170,7 +173,7 @@ class Memory:
             recall=self._recall, sync=self._sync, owner=self._intake.owner, max_text_chars=self.max_text_chars)
         # What runs of agent teams produced (kickoff outputs, kept for replay), in the namespace's
         # Chroma database: every process of a deployment sees them, and every process erases them.
-        self.runs = RunLog(RunCollection(store.client, self.namespace))
+        self.runs = RunLog(RunCollection(store.client, self.namespace), on_secrets=self.stats.add_secrets)
         self._retained = RetainedRegistry(store, built_in=[self.runs])
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
                                       reader=self._reader, retained=self._retained,
@@ -341,50 +344,15 @@ class Memory:
         if not prepared:
             return []
         first = prepared[0]
-        # Journaled before it is acknowledged: what this call returns survives a crash (see write_journal.py).
-        journaled = self._journal.append(prepared, actor=actor or first.author)
-        self._writer.submit_batched((first.kind, actor or first.author), journaled, self._persist_journaled,
-                                    lambda items: describe_queued([j.record for j in items]))
+        self._queued.submit(prepared, actor=actor or first.author)
         return [r.id for r in prepared]
-
-    def _persist_journaled(self, items: builtins.list[Journaled]) -> None:
-        """Run on the writer: store a batch of journaled statements, then retire their entries
-        (stored or failed: a failure is reported once, not replayed forever)."""
-        try:
-            self._pipeline.persist_queued([j.record for j in items], actor=items[0].actor)
-        except PartialBatchFailure as partial:
-            lost = {id(r) for r in partial.items}
-            raise PartialBatchFailure([j for j in items if id(j.record) in lost], partial.cause) from None
-        finally:
-            self._journal.done([j.seq for j in items])
-
-    def _replay_journal(self) -> None:
-        """Store what `remember_many()` acknowledged before the last process died (on open)."""
-        pending = self._journal.pending()
-        if not pending:
-            return
-        log.warning("storing %d statement(s) remember_many() accepted before the last process stopped", len(pending))
-        for user_id in dict.fromkeys(j.record.user_id for j in pending):
-            mine = [j for j in pending if j.record.user_id == user_id]
-            holders = self._records.holders(user_id, [j.record.id for j in mine])
-            # A statement whose record landed before the crash is not written again.
-            todo = [j for j in mine if holders.get(j.record.id) is None
-                    or holders[j.record.id].hash != j.record.hash]
-            kept: set[int] = set()
-            for actor in dict.fromkeys(j.actor for j in todo):
-                batch = [j for j in todo if j.actor == actor]
-                try:
-                    self._pipeline.persist_new([j.record for j in batch], actor=actor)
-                except Exception as exc:  # kept for the next open rather than lost
-                    log.error("could not store queued statements of a user on open: %s", exc)
-                    kept.update(j.seq for j in batch)
-            self._journal.done([j.seq for j in mine if j.seq not in kept])
 
     # -- conversations ----------------------------------------------------------------------------
 
     def observe(self, messages: Any, *, user_id: str | None, session_id: str | None = None,
                 turn: int | None = None, memory: bool = True, scope: str | None = None,
-                metadata: dict[str, Any] | None = None) -> None:
+                metadata: dict[str, Any] | None = None, task: str | None = None,
+                agent_llm: Any = None) -> None:
         """Hand memory a finished turn and return at once; the caller is never delayed.
 
         Under policy mode `auto` the turn is distilled into facts in the background (one LLM call
@@ -395,10 +363,16 @@ class Memory:
         Messages are dicts `{"role", "content"}` or LangChain-style objects; reasoning is dropped.
         `metadata` (provenance such as the agent or task that produced the turn) is kept on every
         fact distilled from it.
+
+        `task` makes the turn a finished agent task: `task` is the instruction the agent was given
+        (shown to the extractor, never stored), the user messages are what the user or tenant
+        provided for it, and the assistant messages are the agent's result, whose statements are
+        kept as facts with author "agent". `agent_llm` is the LLM the agent runs on (any kind `llm=`
+        takes): it extracts this turn when this Memory has no LLM of its own, in one call.
         """
         self._gate.check()
         self._conversations.observe(messages, user_id=user_id, session_id=session_id, turn=turn, memory=memory,
-                                    scope=scope, metadata=metadata)
+                                    scope=scope, metadata=metadata, task=task, agent_llm=agent_llm)
 
     def memorize(self, session_id: str | None = None, *, user_id: str | None, messages: Any = None,
                  scope: str | None = None, timeout: float | None = None) -> builtins.list[MemoryRecord]:
@@ -427,7 +401,10 @@ class Memory:
     def recall(self, query: str, *, user_id: str | None, limit: int = 10, scope: str | Sequence[str] | None = None,
                categories: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
                source: str | None = None, min_score: float = 0.0) -> builtins.list[MemoryMatch]:
-        """The user's servable facts most relevant to `query`, best first, each explained."""
+        """The user's servable facts most relevant to `query`, best first, each explained.
+
+        `kinds` narrows what is served; without it every kind but `lesson` is (lessons are read
+        through `LessonStore`, never mixed into ordinary recall)."""
         self._gate.check()
         return self._reader.recall(query, user_id=user_id, limit=limit, scope=scope, categories=categories,
                                    kinds=kinds, source=source, min_score=min_score)
@@ -499,7 +476,7 @@ class Memory:
         """
         self._gate.check()
         if isinstance(user_id, str) and scope is None and not categories and older_than is None and ids is None:
-            self._journal.erase_user(user_id)  # statements queued for the user (the erasure scrubs the file)
+            self._queued.erase_user(user_id)  # statements queued for the user (the erasure scrubs the file)
         return self._changes.forget(user_id=user_id, scope=scope, categories=categories, older_than=older_than,
                                     ids=ids, actor=actor)
 

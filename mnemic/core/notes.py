@@ -14,12 +14,15 @@ collection, so everything mnemic promises for memory holds for them too:
 
 A note's record id is derived from (namespace, owner, key), so a lookup by key is a lookup by id
 and never a metadata filter. The caller's JSON payload rides in the record's metadata; the record
-text is what gets embedded and keyword-indexed. A note may carry a refreshable ttl: it expires that
-long after it was last written or read with `touch`.
+text is what gets embedded and keyword-indexed. A note may also carry one vector per index field
+(`FieldVectors`): key-value stores score an item by its best-matching field, as LangGraph's stores
+do. A note may carry a refreshable ttl: it expires that long after it was last written or read
+with `touch`.
 """
 
 from __future__ import annotations
 
+import base64
 import builtins
 import hashlib
 import json
@@ -52,6 +55,7 @@ KEY_FIELD = "note_key"
 DATA_FIELD = "note_data"
 INDEXED_FIELD = "note_indexed"
 TTL_FIELD = "note_ttl"
+FIELDS_FIELD = "note_fields"
 _PAGE = 1000
 MAX_KEY_CHARS = 1_000
 # A note's data is kept in its record's metadata, as JSON.
@@ -63,6 +67,36 @@ class NoteRefusedError(ValueError):
 
 
 @dataclass(frozen=True)
+class FieldVectors:
+    """The vectors of a note's index fields, one per field text, in the vector space `space`
+    (an embedder's name). `count` 0: no index field held text. `matrix` None: the note's own
+    record vector is its single field's (same text, same embedder), so it is not stored twice."""
+
+    space: str
+    count: int
+    matrix: np.ndarray | None = None
+
+    def to_json(self) -> str:
+        packed = None
+        if self.matrix is not None:
+            packed = base64.b64encode(np.ascontiguousarray(self.matrix, dtype=np.float32).tobytes()).decode("ascii")
+        dim = int(self.matrix.shape[1]) if self.matrix is not None else 0
+        return json.dumps({"space": self.space, "count": self.count, "dim": dim, "vectors": packed})
+
+    @classmethod
+    def from_json(cls, raw: Any) -> FieldVectors | None:
+        try:
+            value = json.loads(raw)
+            matrix = None
+            if value.get("vectors"):
+                flat = np.frombuffer(base64.b64decode(value["vectors"]), dtype=np.float32)
+                matrix = flat.reshape(int(value["count"]), int(value["dim"]))
+            return cls(space=str(value["space"]), count=int(value["count"]), matrix=matrix)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            return None
+
+
+@dataclass(frozen=True)
 class Note:
     """A stored note: its record (provenance, lifecycle), the caller's key and JSON payload."""
 
@@ -71,6 +105,7 @@ class Note:
     data: Any
     indexed: bool
     ttl_seconds: float | None
+    fields: FieldVectors | None = None
 
     @property
     def created_at(self) -> datetime:
@@ -101,8 +136,10 @@ def _note(record: MemoryRecord) -> Note | None:
         log.warning("note %s holds unreadable data; it is skipped", record.id)
         return None
     ttl = meta.get(TTL_FIELD)
+    raw_fields = meta.get(FIELDS_FIELD)
     return Note(record=record, key=key, data=data, indexed=bool(meta.get(INDEXED_FIELD, True)),
-                ttl_seconds=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else None)
+                ttl_seconds=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else None,
+                fields=FieldVectors.from_json(raw_fields) if isinstance(raw_fields, str) else None)
 
 
 class NoteStore:
@@ -149,10 +186,12 @@ class NoteStore:
         source_kind: str = "operator",
         screen_sensitive: bool = False,
         actor: str | None = None,
+        fields: FieldVectors | None = None,
     ) -> Note:
         """Store `data` under `key` for `user_id`, replacing what was there (a new version).
 
-        `text` is what recall and search match against. `ttl_seconds` is a refreshable lifetime
+        `text` is what recall and search match against; `fields`, the vectors of the caller's
+        index fields, when it scores items by field. `ttl_seconds` is a refreshable lifetime
         (see `touch`); without it the policy's ttl applies from the time of writing. Raises
         PolicyError under mode `off` and NoteRefusedError for a secret anywhere in text or data.
         """
@@ -172,6 +211,10 @@ class NoteStore:
         now = utcnow()
         lifetime = refreshable or (policy.ttl_seconds or None)
         record_id = self.note_id(owner, key)
+        meta: dict[str, Any] = {KEY_FIELD: key, DATA_FIELD: payload, INDEXED_FIELD: bool(indexed),
+                                TTL_FIELD: float(refreshable or 0.0)}
+        if fields is not None:
+            meta[FIELDS_FIELD] = fields.to_json()
         records = self._records
         with records.lock:
             found = records.read(owner, [record_id])
@@ -189,8 +232,7 @@ class NoteStore:
                 namespace=self.namespace, scope=normalise_scope(scope), author=author,
                 source_kind=source_kind, state="valid", created_at=created, updated_at=now,
                 expires_at=now + timedelta(seconds=lifetime) if lifetime else None,
-                metadata={KEY_FIELD: key, DATA_FIELD: payload, INDEXED_FIELD: bool(indexed),
-                          TTL_FIELD: float(refreshable or 0.0)},
+                metadata=meta,
                 version=version,
             )
             if before is None:
@@ -200,7 +242,8 @@ class NoteStore:
                 # Re-embedded only when the text changed: an unchanged text keeps its stored vector.
                 records.update(before, record, action="update", actor=who, reason=None,
                                reembed=before.text != body, details={"note_key": key})
-        return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable)
+        return Note(record=record, key=key, data=json.loads(payload), indexed=bool(indexed), ttl_seconds=refreshable,
+                    fields=fields)
 
     def _screen(self, text: str, fields: dict[str, Any], *, exclude_sensitive: bool) -> None:
         stats = self._stats
@@ -346,4 +389,4 @@ class NoteStore:
         return note.record.user_id == owner and note.record.is_servable(now)
 
 
-__all__ = ["NOTE_KIND", "Note", "NoteRefusedError", "NoteStore"]
+__all__ = ["NOTE_KIND", "FieldVectors", "Note", "NoteRefusedError", "NoteStore"]

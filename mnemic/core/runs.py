@@ -6,6 +6,11 @@ the outputs of the steps before it; CrewAI keeps only the latest kickoff of any 
 table every crew overwrites. Here every run is kept per group (a crew's stable key) and per run,
 the last N per group, and a run never overwrites another.
 
+Runs never hold a secret: inputs (keys and values), step outputs and the rest of a run's text are
+redacted before they are written (`safety.redact_data`), counted through `on_secrets` (the
+Memory's `stats`) and logged by kind only. A replay therefore sees "[redacted secret]" where a
+credential was.
+
 Runs hold what users asked and what agents answered for them, so they belong to their user:
 `erase_user` removes a user's runs, and `Memory.forget(user_id=...)` calls it in every process
 (the log is part of every Memory, under the label "kickoffs"). They live in the namespace's
@@ -16,18 +21,22 @@ deployment shares them between all its processes.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from .safety import redact_data
 from .store.chroma import StoredRow
 from .store.runs import RunCollection
 from .validation import check_user_id
+
+log = logging.getLogger("mnemic.runs")
 
 RUNS_LABEL = "kickoffs"
 MAX_RUN_ID_CHARS = 200
@@ -110,9 +119,21 @@ class RunLog:
 
     label = RUNS_LABEL
 
-    def __init__(self, collection: RunCollection) -> None:
+    def __init__(self, collection: RunCollection, *, on_secrets: Callable[[list[str]], None] | None = None) -> None:
         self._collection = collection
         self._lock = threading.Lock()
+        self._on_secrets = on_secrets
+
+    def _without_secrets(self, data: Mapping[str, Any], what: str, verbatim: Collection[str] = ()) -> dict[str, Any]:
+        """`data` with every secret redacted (but the `verbatim` keys); what was found is counted and
+        logged by kind only."""
+        cleaned, kinds = redact_data(data, verbatim=verbatim)
+        if kinds:
+            log.info("redacted %d secret(s) (%s) in %s before storing it", len(kinds),
+                     ", ".join(sorted(set(kinds))), what)
+            if self._on_secrets is not None:
+                self._on_secrets(kinds)
+        return dict(cleaned)
 
     def in_use(self) -> bool:
         """Whether any run was ever recorded in this namespace (erasure reports only places in use)."""
@@ -131,31 +152,39 @@ class RunLog:
         meta: Mapping[str, Any] | None = None,
         run_id: str | None = None,
         steps: Sequence[RunStep] = (),
+        verbatim: Collection[str] = (),
     ) -> Run:
-        """Record the start of a run (with `steps` already done, e.g. those a replay reuses)."""
+        """Record the start of a run (with `steps` already done, e.g. those a replay reuses).
+        Secrets are redacted from its inputs, meta and steps; `verbatim` is as in `record_step`."""
         group = _check_group(group)
         owner = check_user_id(user_id) if user_id is not None else None
         run_id = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex
         now = time.time()
-        header = {
-            "run_id": run_id, "group": group, "group_name": group_name, "user_id": owner, "kind": kind,
-            "inputs": dict(inputs or {}), "meta": dict(meta or {}), "started_at": now,
-        }
+        described = self._without_secrets({"group_name": group_name, "inputs": dict(inputs or {}),
+                                           "meta": dict(meta or {})}, f"the inputs of run {run_id}")
+        header = {"run_id": run_id, "group": group, "user_id": owner, "kind": kind, **described, "started_at": now}
         step_count = max((s.index + 1 for s in steps), default=0)
         rows = [self._header_row(header, updated_at=now, step_count=step_count)]
-        rows.extend(self._step_row(run_id, owner, s.index, s.output, s.step_id, now) for s in steps)
+        rows.extend(self._step_row(run_id, owner, s.index,
+                                   self._without_secrets(s.output, f"step {s.index} of run {run_id}", verbatim),
+                                   s.step_id, now)
+                    for s in steps)
         with self._lock:
             if self._header(run_id) is not None:
                 raise ValueError(f"run {run_id} already exists")
             self._collection.upsert(rows)
         return self._run(rows[0])
 
-    def record_step(self, run_id: str, index: int, output: Mapping[str, Any], *, step_id: str | None = None) -> None:
-        """Store (or replace) the output of step `index` of a run begun earlier."""
+    def record_step(self, run_id: str, index: int, output: Mapping[str, Any], *, step_id: str | None = None,
+                    verbatim: Collection[str] = ()) -> None:
+        """Store (or replace) the output of step `index` of a run begun earlier, with every secret
+        redacted but in the top-level keys named in `verbatim` (ids the framework computed)."""
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
             raise ValueError(f"a step index is an int >= 0, got {index!r}")
+        run_id = check_run_id(run_id)
+        output = self._without_secrets(output, f"step {index} of run {run_id}", verbatim)
         with self._lock:
-            header_row = self._header(check_run_id(run_id))
+            header_row = self._header(run_id)
             if header_row is None:
                 raise KeyError(f"no run {run_id}: begin() it first (it may have been pruned or erased)")
             header = json.loads(header_row.document)

@@ -27,6 +27,10 @@ from .writer import BackgroundWriter
 
 # Reads that walk a user's records (profile, the organisation views) look at up to this many.
 WALK_LIMIT = 100_000
+# What a recall serves when the caller names no kinds. Lessons (what reviewers taught a flow step)
+# are read only by the lesson store, which asks for them by name: they never reach an ordinary
+# recall, whatever a caller forgets to filter.
+DEFAULT_RECALL_KINDS = tuple(kind for kind in KINDS if kind != "lesson")
 
 
 def scopes_of(scope: str | Sequence[str] | None) -> list[str]:
@@ -83,7 +87,7 @@ class RecordReader:
         limit = check_limit(limit)
         scopes = scopes_of(scope)
         cats = check_categories(categories)
-        kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or [])]
+        kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or DEFAULT_RECALL_KINDS)]
         self._writer.drain()
         self._sync.maybe_sync(owner)
         now = utcnow()

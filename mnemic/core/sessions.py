@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .extraction import Message
@@ -24,6 +24,8 @@ class Turn:
     scope: str
     messages: list[Message]
     metadata: dict[str, Any] | None = None
+    task: str | None = None  # a finished agent task's instruction (see Memory.observe)
+    agent_llm: Any = None
 
 
 def message_key(message: Message) -> str:
@@ -54,7 +56,7 @@ class SessionBuffer:
         for turn in self.turns:
             kept = [m for m in turn.messages if not self.excluded_message(m)]
             if kept:
-                found.append(Turn(turn=turn.turn, scope=turn.scope, messages=kept, metadata=turn.metadata))
+                found.append(replace(turn, messages=kept))
         return found
 
     def commit_all(self) -> None:
@@ -64,13 +66,14 @@ class SessionBuffer:
 
 
 def group_turns(turns: list[Turn]) -> list[list[Turn]]:
-    """Consecutive turns of one scope, up to MAX_MEMORIZE_CHARS per group (one extraction each)."""
+    """Consecutive conversation turns of one scope, up to MAX_MEMORIZE_CHARS per group (one
+    extraction each). A task turn is a group of its own: its instruction belongs to it alone."""
     groups: list[list[Turn]] = []
     size = 0
     for turn in turns:
         length = sum(len(m.content) for m in turn.messages)
         if groups and groups[-1][0].scope == turn.scope and groups[-1][0].metadata == turn.metadata \
-                and size + length <= MAX_MEMORIZE_CHARS:
+                and turn.task is None and groups[-1][0].task is None and size + length <= MAX_MEMORIZE_CHARS:
             groups[-1].append(turn)
             size += length
         else:

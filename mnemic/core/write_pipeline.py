@@ -38,6 +38,9 @@ log = logging.getLogger("mnemic")
 
 # A record in a batch is also reconciled with this many of the batch's earlier records nearest it.
 BATCH_NEIGHBOURS = 12
+# Kinds the rules alone reconcile (within a scope, as for every kind): the LLM's reconciliation
+# prompt is about facts on a person, and a lesson's write must not cost a model call.
+RULES_ONLY_KINDS = frozenset({"lesson"})
 
 
 def describe_queued(records: Sequence[MemoryRecord]) -> str:
@@ -112,7 +115,8 @@ class WritePipeline:
             # An id held by a record this one does not merge into, or by a deleted one, is not reused.
             taken = set(holders) | self._records.removed([i for i in ids if i not in holders])
             plan: dict[str, Decision] = dict(decisions or {})
-            if decisions is None and use_llm and self._llm() is not None:
+            rules_only = records[0].kind in RULES_ONLY_KINDS
+            if decisions is None and use_llm and self._llm() is not None and not rules_only:
                 plan = self._llm_reconcile(records, pools)
             changed: dict[str, MemoryRecord] = {}  # existing records this batch merged or invalidated
             # Records inserted by this batch, so later ones reconcile with them too (vectors in one

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.extraction import screen_statement
 from ..core.policy import PolicyError
 
 if TYPE_CHECKING:
@@ -55,12 +56,28 @@ def _mode(memory: Memory) -> str:
     return str(memory.effective_policy().mode)
 
 
+NOT_A_FACT = {
+    "question": ("Nothing was saved: that is a question, not a fact. Save what is known, as a statement, "
+                 "e.g. 'The warehouse is in Rotterdam.'"),
+    "instruction": ("Nothing was saved: that is an instruction, not a fact. Save what is true about the "
+                    "person or their work, as a statement, e.g. 'Prefers replies in bullet points.'"),
+}
+
+
 def _clean(value: Any, what: str) -> str | None:
     if isinstance(value, (list, tuple)):
         value = " ".join(str(v) for v in value if v)
     if not isinstance(value, str) or not value.strip():
         return None
     return value.strip()
+
+
+def _too_long(memory: Memory, text: str) -> str | None:
+    """A short answer for a query longer than memory searches (never a traceback in the log)."""
+    limit = memory.max_text_chars
+    if len(text) <= limit:
+        return None
+    return f"The query is too long ({len(text)} characters; at most {limit}). Search with a short question or keywords."
 
 
 def search_memory(memory: Memory, query: Any, *, user_id: str | None, limit: int = 5,
@@ -74,6 +91,9 @@ def search_memory(memory: Memory, query: Any, *, user_id: str | None, limit: int
         text = _clean(query, "query")
         if text is None:
             return "Give a question or keywords to search memory for."
+        too_long = _too_long(memory, text)
+        if too_long:
+            return too_long
         matches = memory.recall(text, user_id=user_id, limit=limit, scope=scope, kinds=["fact", "note"])
         if not matches:
             return NO_MEMORIES
@@ -95,9 +115,12 @@ def remember(memory: Memory, fact: Any, *, user_id: str | None, scope: str | Non
             return REMEMBER_OFF
         if mode == "auto":
             return REMEMBER_AUTO
-        text = _clean(fact, "fact")
-        if text is None:
+        given = _clean(fact, "fact")
+        if given is None:
             return "Nothing was saved: give the fact to remember as a short sentence."
+        text, not_a_fact = screen_statement(given)
+        if text is None:
+            return NOT_A_FACT[not_a_fact or "instruction"]
         record = memory.remember(text, user_id=user_id, scope=scope, author="agent",
                                  source_kind="remember_tool", session_id=session_id, source=source)
         if record is None:
@@ -123,6 +146,9 @@ def search_knowledge(memory: Memory, query: Any, *, limit: int = 5) -> str:
         text = _clean(query, "query")
         if text is None:
             return "Give a question or keywords to search knowledge for."
+        too_long = _too_long(memory, text)
+        if too_long:
+            return too_long
         hits = memory.knowledge.search(text, limit=limit)
         if not hits:
             return NO_KNOWLEDGE

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .adapters import CallableEmbedder, ChromaEmbedder, LiteLLMEmbedder
+from .adapters import CallableEmbedder, ChromaEmbedder, LangChainEmbedder, LiteLLMEmbedder, is_langchain_embeddings
 from .base import Embedder, EmbeddingError
 from .hashing import HashEmbedder
 from .minilm import MiniLM
@@ -17,6 +17,7 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "HashEmbedder",
+    "LangChainEmbedder",
     "LiteLLMEmbedder",
     "MiniLM",
     "WeightsMismatchError",
@@ -53,8 +54,8 @@ def resolve_embedder(spec: Any = None) -> Embedder:
     """Turn what a user passed as `embedder=` into an Embedder.
 
     None or "minilm" → the shared MiniLM; "hash" or "hash:<dim>" → HashEmbedder; any other string
-    → a litellm model; an Embedder → itself; a Chroma embedding function → ChromaEmbedder;
-    any other callable → CallableEmbedder.
+    → a litellm model; an Embedder → itself; a Chroma embedding function → ChromaEmbedder; a
+    LangChain `Embeddings` → LangChainEmbedder; any other callable → CallableEmbedder.
     """
     if spec is None:
         return default_embedder()
@@ -79,11 +80,13 @@ def resolve_embedder(spec: Any = None) -> Embedder:
         return spec
     if _is_chroma_function(spec):
         return ChromaEmbedder(spec)
+    if is_langchain_embeddings(spec):
+        return LangChainEmbedder(spec)
     if callable(spec):
         name = getattr(spec, "__qualname__", None) or type(spec).__name__
         module = getattr(spec, "__module__", None)
         return CallableEmbedder(spec, name=f"callable/{module}.{name}" if module else f"callable/{name}")
     raise TypeError(
         f"cannot use {type(spec).__name__} as an embedder: pass None, 'minilm', 'hash', a litellm model "
-        "string, an Embedder, a Chroma embedding function or a callable"
+        "string, an Embedder, a Chroma embedding function, a LangChain Embeddings or a callable"
     )

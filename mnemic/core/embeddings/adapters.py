@@ -1,4 +1,5 @@
-"""Embedders backed by something else: a Chroma embedding function, a litellm model, any callable.
+"""Embedders backed by something else: a Chroma embedding function, a litellm model, a LangChain
+`Embeddings` object, any callable.
 
 Every output passes through `as_unit_matrix`, so a provider returning the wrong shape, NaN, or a
 vector of a different length than before is an `EmbeddingError` naming the source, not a
@@ -140,6 +141,43 @@ def _chroma_name(fn: object) -> str:
         if isinstance(value, str) and value:
             return f"chroma/{value}"
     return f"chroma/{type(fn).__name__}"
+
+
+class LangChainEmbedder(CallableEmbedder):
+    """Wraps a LangChain `Embeddings` object (anything with `embed_documents` and `embed_query`),
+    the embedder LangGraph stores and LangChain vector stores take. Recognised by those two
+    methods, so core never imports LangChain.
+
+    The vector space is named after the object's class and model (its `model` or `model_name`
+    attribute), so a namespace refuses a different model later, as with every embedder.
+    """
+
+    def __init__(self, embeddings: Any, *, name: str | None = None, dimension: int | None = None) -> None:
+        if not is_langchain_embeddings(embeddings):
+            raise TypeError(f"{embeddings!r} is not a LangChain Embeddings (needs embed_documents and embed_query)")
+        self.embeddings = embeddings
+        super().__init__(lambda texts: embeddings.embed_documents(list(texts)),
+                         name=name or _langchain_name(embeddings), dimension=dimension)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query vector through the model's query path (some models embed queries differently)."""
+        items = check_texts([text])
+        try:
+            raw = self.embeddings.embed_query(items[0])
+        except Exception as exc:
+            raise EmbeddingError(f"embedding with {self.name} failed: {type(exc).__name__}: {exc}") from exc
+        return as_unit_matrix([raw], expected_rows=1, source=self.name)[0]
+
+
+def is_langchain_embeddings(value: object) -> bool:
+    return callable(getattr(value, "embed_documents", None)) and callable(getattr(value, "embed_query", None))
+
+
+def _langchain_name(embeddings: object) -> str:
+    cls = type(embeddings)
+    name = f"langchain/{cls.__module__}.{cls.__qualname__}"
+    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
+    return f"{name}:{model}" if isinstance(model, str) and model else name
 
 
 class LiteLLMEmbedder(CallableEmbedder):

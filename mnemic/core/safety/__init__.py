@@ -9,13 +9,13 @@ One module per job:
 - `wallets`: seed phrases (BIP-39) and wallet private keys;
 - `entropy`: long random tokens no other rule names;
 - `names` and `values`: what makes a field name a credential's name, and a value a real one;
-- `fields`: screening every free-text field of a write, not just its text;
+- `fields`: screening every free-text field of a write, not just its text, and redacting structured data;
 - `sensitive`: the sensitive categories a policy may exclude.
 """
 
 from .checksums import iban_valid, luhn_valid
 from .detector import REDACTED, contains_secret, find_secrets, redact
-from .fields import SecretRefusedError, secret_fields
+from .fields import SecretRefusedError, redact_data, secret_fields
 from .hits import SecretHit
 from .sensitive import SENSITIVE_CATEGORIES, sensitive_category
 
@@ -29,6 +29,7 @@ __all__ = [
     "iban_valid",
     "luhn_valid",
     "redact",
+    "redact_data",
     "secret_fields",
     "sensitive_category",
 ]

@@ -3,7 +3,9 @@ source, session id, categories, scope, note data. A secret in any of them is sto
 as surely as one in the text.
 
 Structured values are read the way a person reads them: `{"password": "hunter2"}` is screened as
-"password: hunter2", since the key is what says the value is a credential.
+"password: hunter2", since the key is what says the value is a credential. `secret_fields` names
+the fields holding one (for writes that refuse); `redact_data` returns the data with each secret
+replaced (for records that must be kept, such as a run's inputs and outputs).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
-from .detector import find_secrets
+from .detector import REDACTED, find_secrets, redact
+from .hits import SecretHit, merge
 from .names import Strength, name_strength
 
 
@@ -86,4 +89,63 @@ def secret_fields(fields: Mapping[str, Any], *, identifiers: Collection[str] = (
     return found
 
 
-__all__ = ["SecretRefusedError", "secret_fields"]
+def _hits_in(text: str, key: str | None, identifier: bool) -> list[SecretHit]:
+    """The secrets in `text`, read alone and as "key: text" (the part of a hit that falls on the
+    value, so `password: hunter2` redacts "hunter2" and leaves the key)."""
+    found = find_secrets(text)
+    if key is not None:
+        prefix = len(key) + 2
+        found += [SecretHit(hit.kind, max(hit.start - prefix, 0), hit.end - prefix)
+                  for hit in find_secrets(f"{key}: {text}") if hit.end > prefix]
+    is_id = identifier and len(text.split()) == 1
+    return merge([hit for hit in found if not (is_id and hit.kind in _NOT_FOR_IDENTIFIERS)])
+
+
+def _redacted(value: Any, key: str | None, identifier: bool, kinds: list[str],
+              verbatim: Collection[str] = ()) -> Any:
+    if isinstance(value, Mapping):
+        kept: dict[Any, Any] = {}
+        for inner_key, inner in value.items():
+            if inner_key in verbatim:
+                kept[inner_key] = inner
+                continue
+            name = str(inner_key)
+            new_key = inner_key
+            if isinstance(inner_key, str):
+                key_hits = _hits_in(inner_key, None, True)
+                if key_hits:
+                    kinds.extend(hit.kind for hit in key_hits)
+                    new_key = base = redact(inner_key, key_hits)[0]
+                    count = 1
+                    while new_key in kept or new_key in value:  # two redacted keys must not collide
+                        count += 1
+                        new_key = f"{base} ({count})"
+            kept[new_key] = _redacted(inner, name, identifier or _names_an_id(name), kinds)
+        return kept
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_redacted(item, key, identifier, kinds) for item in value]
+    if value is None or isinstance(value, bool):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    hits = _hits_in(text, key, identifier)
+    if not hits:
+        return value
+    kinds.extend(hit.kind for hit in hits)
+    return redact(text, hits)[0] if isinstance(value, str) else REDACTED
+
+
+def redact_data(value: Any, *, verbatim: Collection[str] = ()) -> tuple[Any, list[str]]:
+    """`value` (JSON-like data: mappings, sequences, strings, numbers) with every secret replaced
+    by `REDACTED`, read as `secret_fields` reads a write: a value under a key that says password
+    is one, keys holding a secret are redacted too, and a number that is a secret becomes the
+    marker. Returns the data (mappings as dicts, sequences as lists) and the kind of each secret
+    replaced; redacting redacted data finds nothing more.
+
+    `verbatim` names top-level keys of a mapping whose values are kept as they are: identifiers
+    a program computed (a task's key is a hash, and `task_key: <hex>` reads as a credential), never
+    text from a user or a model."""
+    kinds: list[str] = []
+    return _redacted(value, None, False, kinds, verbatim), kinds
+
+
+__all__ = ["SecretRefusedError", "redact_data", "secret_fields"]

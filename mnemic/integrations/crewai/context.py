@@ -11,27 +11,34 @@ tasks, flow methods and human-feedback steps).
 Event-bus listeners cannot do this job: their handlers run on the bus's thread pool, so they
 cannot set anything for the kickoff's own thread, and a kickoff resumed from a checkpoint emits
 no CrewKickoffStartedEvent at all.
+
+Across threads, the kickoffs in progress of one crew or flow object are listed by `in_flight`
+(concurrent `kickoff_async` runs share that object's tasks): the start checks and the
+registration of a new kickoff happen under one lock, so two starts cannot both miss each other.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crewai.hooks.dispatch import InterceptionPoint, register
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Kickoff:
-    """One Crew or Flow kickoff in progress."""
+    """One Crew or Flow kickoff in progress. `labels` is where a start check notes what it
+    decided about this run (a memory notes the user it serves), for checks of later kickoffs."""
 
     owner: Any
     inputs: Mapping[str, Any]
     steps_before: tuple[Step, ...] = ()
+    labels: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_crew(self) -> bool:
@@ -68,12 +75,21 @@ class Step:
 _kickoffs: ContextVar[tuple[Kickoff, ...]] = ContextVar("mnemic_crewai_kickoffs", default=())
 _steps: ContextVar[tuple[Step, ...]] = ContextVar("mnemic_crewai_steps", default=())
 
-# Called at every kickoff start with the crew or flow, before its binding is pushed; may raise
-# HookAborted to refuse the kickoff (the memory module checks re-attachment and the user here).
+# Called at every kickoff start with the crew or flow, after its binding is pushed (so
+# `current_kickoff()` is the new run); may raise HookAborted to refuse the kickoff (the memory
+# module checks re-attachment and the user here).
 StartCheck = Callable[[Any, Mapping[str, Any]], None]
 _start_checks: list[StartCheck] = []
+# Called when a kickoff ends (completed or failed) with the crew or flow.
+EndHook = Callable[[Any], None]
+_end_hooks: list[EndHook] = []
 _installed = False
 _install_lock = threading.Lock()
+
+# Kickoffs in progress in any thread, by id(owner). Weak: a kickoff whose end never came (a later
+# hook refused its start) goes away with the context that held it.
+_in_flight: dict[int, list[weakref.ref[Kickoff]]] = {}
+_in_flight_lock = threading.RLock()
 
 
 def kickoffs() -> tuple[Kickoff, ...]:
@@ -90,6 +106,26 @@ def current_crew_kickoff() -> Kickoff | None:
         if kick.is_crew:
             return kick
     return None
+
+
+def in_flight(owner: Any) -> list[Kickoff]:
+    """The kickoffs of `owner` in progress in any thread, this one's included."""
+    with _in_flight_lock:
+        alive = [k for k in (ref() for ref in _in_flight.get(id(owner), [])) if k is not None and k.owner is owner]
+        if alive:
+            _in_flight[id(owner)] = [weakref.ref(k) for k in alive]
+        else:
+            _in_flight.pop(id(owner), None)
+        return alive
+
+
+def _forget_in_flight(kick: Kickoff) -> None:
+    with _in_flight_lock:
+        refs = [ref for ref in _in_flight.get(id(kick.owner), []) if ref() is not None and ref() is not kick]
+        if refs:
+            _in_flight[id(kick.owner)] = refs
+        else:
+            _in_flight.pop(id(kick.owner), None)
 
 
 def current_step() -> Step | None:
@@ -129,14 +165,22 @@ def _on_execution_start(ctx: Any) -> None:
         return None
     inputs = _inputs_for(owner, getattr(ctx, "inputs", None))
     stack = tuple(k for k in _kickoffs.get() if k.owner is not owner)  # drop a stale binding
-    token_stack = _kickoffs.set((*stack, Kickoff(owner=owner, inputs=inputs, steps_before=_steps.get())))
-    try:
-        for check in list(_start_checks):
-            check(owner, inputs)
-    except BaseException:
-        # EXECUTION_END never fires for a kickoff whose start was refused.
-        _kickoffs.reset(token_stack)
-        raise
+    kick = Kickoff(owner=owner, inputs=inputs, steps_before=_steps.get())
+    token_stack = _kickoffs.set((*stack, kick))
+    with _in_flight_lock:
+        _in_flight.setdefault(id(owner), []).append(weakref.ref(kick))
+        try:
+            for check in list(_start_checks):
+                check(owner, inputs)
+        except BaseException:
+            # EXECUTION_END never fires for a kickoff whose start was refused.
+            _forget_in_flight(kick)
+            _kickoffs.reset(token_stack)
+            raise
+    settled = _inputs_for(owner, getattr(ctx, "inputs", None))
+    if settled != inputs:  # a check made it a new kickoff: the saved inputs were the held kickoff's
+        inputs.clear()  # this kickoff's own dict (from _inputs_for): the binding keeps its identity
+        inputs.update(settled)
     return None
 
 
@@ -145,9 +189,12 @@ def _on_execution_end(ctx: Any) -> None:
     stack = _kickoffs.get()
     for index in range(len(stack) - 1, -1, -1):
         if stack[index].owner is owner:
+            _forget_in_flight(stack[index])
             _steps.set(stack[index].steps_before)
             _kickoffs.set(stack[:index])
             break
+    for hook in list(_end_hooks):
+        hook(owner)
     return None
 
 
@@ -193,12 +240,14 @@ def bound_kickoff(owner: Any, inputs: Mapping[str, Any]) -> Iterator[Kickoff]:
         _steps.reset(steps_token)
 
 
-def install(start_check: StartCheck | None = None) -> None:
+def install(start_check: StartCheck | None = None, end_hook: EndHook | None = None) -> None:
     """Register the hooks once per process (they are no-ops for runs that use no mnemic memory)."""
     global _installed
     with _install_lock:
         if start_check is not None and start_check not in _start_checks:
             _start_checks.append(start_check)
+        if end_hook is not None and end_hook not in _end_hooks:
+            _end_hooks.append(end_hook)
         if _installed:
             return
         register(InterceptionPoint.EXECUTION_START, _on_execution_start)
@@ -236,6 +285,7 @@ __all__ = [
     "current_kickoff",
     "current_step",
     "current_task_step",
+    "in_flight",
     "install",
     "iter_memories",
     "kickoffs",

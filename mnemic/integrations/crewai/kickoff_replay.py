@@ -15,7 +15,10 @@ replay runs as that kickoff's user (recall and storage included) and is recorded
 
 `task_id` may be the id stored with the kickoff (`mnemic kickoffs show`) or the id of the crew's
 own task at that position, so a crew object built in another process replays too. A replay for
-another user than the kickoff's is refused: the kickoff's outputs are that user's data.
+another user than the kickoff's is refused: the kickoff's outputs are that user's data. The run
+log holds no secret (`core.runs`), so a replay sees "[redacted secret]" where a kickoff's inputs or
+outputs held one; pass `inputs=` to give inputs again. A replay never resumes what the crew object
+holds from its last kickoff (`resumption.py`): the tasks from `task_id` on run again.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from crewai.crews.utils import setup_agents
 from ...checkpoints.crewai_kickoffs import crew_group
 from ...core.runs import Run, RunLog
 from ...core.validation import check_user_id
-from . import context
+from . import context, resumption
 from .attach import reattach
 from .persistence import crew_memory_of, kickoff_store
 from .users import UnknownUserError
@@ -129,6 +132,10 @@ def replay(crew: Any, task_id: str, kickoff_id: str | None = None,
     if index >= len(crew.tasks):
         raise ValueError(f"kickoff {source.run_id} has more tasks than this crew; it cannot be replayed here")
     _set_up_agents(crew)
+    # A crew object that ran with checkpoints is marked for resumption, and CrewAI's replay then
+    # starts after the last task holding an output: the outputs of the object's last kickoff,
+    # perhaps another user's. A replay starts where it is told.
+    resumption.start_anew(crew)
     token = handler.pin(source)
     try:
         with context.bound_kickoff(crew, replay_inputs):

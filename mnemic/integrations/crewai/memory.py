@@ -228,10 +228,12 @@ class CrewMemory(Memory):
         if not isinstance(query, str) or not query.strip() or self.policy_mode() == "off":
             return []
         user = self._require_user()
+        # A task description longer than a query may be still deserves memory: its head is searched.
+        searched = query.strip()[:self._mnemic.max_text_chars]
         if self._lessons.handles(source):
-            return self._lessons.recall(query, user_id=user, root=self.scope_path(None), limit=limit,
+            return self._lessons.recall(searched, user_id=user, root=self.scope_path(None), limit=limit,
                                         categories=categories, source=source)
-        found = self._mnemic.recall(query, user_id=user, limit=limit, scope=self.scope_path(scope),
+        found = self._mnemic.recall(searched, user_id=user, limit=limit, scope=self.scope_path(scope),
                                     categories=categories, kinds=TASK_KINDS, source=source)
         if source is None and not categories and self._is_pre_task_recall(query):
             profile = self._profile_text(user, scope)
@@ -269,20 +271,23 @@ class CrewMemory(Memory):
         stores whatever comes back with `remember_many`. mnemic's pipeline (redaction, extraction,
         safety, reconciliation with what the user already has, history) runs on its background
         writer instead, so the agent is not delayed, and returning [] keeps CrewAI from storing
-        anything a second time. Under `auto` the task description is the user's side of the turn
-        and the final answer the assistant's (the "Thought:" part is never stored); each fact keeps
-        agent role, task, crew and kickoff as provenance. Under `explicit` and `off` nothing is
-        stored automatically.
+        anything a second time. Under `auto` the task is a task turn (`task_turn.py`): the task's
+        instruction is never stored, this run's inputs are the user's side and the final answer
+        the agent's (the "Thought:" part is never stored); when the mnemic Memory has no LLM, the
+        agent's own LLM extracts it, in one call, as CrewAI's memory would. Each fact keeps agent
+        role, task, crew and kickoff as provenance. Under `explicit` and `off` nothing is stored
+        automatically.
         """
         if self.writes_refused() or self.policy_mode() != "auto":
             return []
         user = self._require_user()
-        messages, provenance = task_turn(content)
-        if not messages:
+        turn = task_turn(content, user_key=self._users.key)
+        if not turn.messages:
             return []
         kick = context.current_crew_kickoff() or context.current_kickoff()
-        self._mnemic.observe(messages, user_id=user, session_id=kick.kickoff_id if kick else None,
-                             scope=self.scope_path(None), metadata=provenance)
+        self._mnemic.observe(turn.messages, user_id=user, session_id=kick.kickoff_id if kick else None,
+                             scope=self.scope_path(None), metadata=turn.provenance, task=turn.task,
+                             agent_llm=turn.agent_llm)
         return []
 
     def remember(

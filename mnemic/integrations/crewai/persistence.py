@@ -38,7 +38,7 @@ from ...checkpoints.crewai_json import JsonCheckpointProvider
 from ...checkpoints.crewai_kickoffs import KickoffOutputs
 from ...checkpoints.crewai_sqlite import SqliteCheckpointProvider
 from ...checkpoints.owners import Owner, set_owner_resolver, stamped_user, tail_of
-from . import context
+from . import context, resumption
 from .memory import CrewMemory
 
 log = logging.getLogger("mnemic.crewai")
@@ -249,6 +249,7 @@ def _on_execution_end(ctx: Any) -> None:
     output = getattr(ctx, "payload", None)
     if crew is None or not isinstance(output, CrewOutput) or not _uses_mnemic(crew):
         return None
+    resumption.mark_completed(crew)  # its next kickoff has nothing to resume
     # The last task's checkpoint is written on the event bus's pool; a failed one emits an event
     # whose handler runs there too: wait for both rounds before reading the failures.
     crewai_event_bus.flush()

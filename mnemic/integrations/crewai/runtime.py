@@ -16,7 +16,7 @@ from crewai.memory.memory_scope import MemoryScope, MemorySlice
 
 from . import context
 from .identity import install_storage_factory
-from .kickoff_guard import check_kickoff
+from .kickoff_guard import check_kickoff, kickoff_ended
 from .memory import CrewMemory
 
 
@@ -56,7 +56,7 @@ def resolve_run() -> Any:
 def install() -> None:
     """Process-wide set-up, idempotent (see the module docstring)."""
     install_storage_factory()
-    context.install(check_kickoff)
+    context.install(check_kickoff, kickoff_ended)
     from ...tools import crewai as crewai_tools
     from . import tools as builtin_tools
 

@@ -2,27 +2,33 @@
 
 CrewAI passes a memory no user, so the user is explicit. It is bound when the CrewMemory is made
 (`CrewMemory(memory, user_id="alice")`), given per kickoff in the inputs
-(`crew.kickoff(inputs={"user_id": "alice"})`) or set around a block of code
-(`with crew_memory.for_user("alice"): ...`). `for_user()` wins over the kickoff inputs, which win
-over the bound user. With no user, a crew kickoff is refused with an error that says how to give
-one, and direct calls raise `UnknownUserError`: memory is never served from, or written into, a
-store shared between users. (A session-bound anonymous id was the alternative; refusing is safer
-here, because CrewAI swallows memory errors and one crew object typically serves many users, so
-an anonymous kickoff would quietly start a memory nobody can reach again.)
+(`crew.kickoff(inputs={"user_id": "alice"})`, `flow.kickoff(inputs=...)`), held in a running
+flow's state (`state.user_id`, or `state["user_id"]`) or set around a block of code
+(`with crew_memory.for_user("alice"): ...`). `for_user()` wins over the innermost kickoff's inputs
+(then its flow state, then the kickoffs around it), which win over the bound user. Each run reads
+its own kickoff's inputs, so concurrent runs and `kickoff_for_each` copies never share a user.
+
+With no user, a crew or flow kickoff is refused with an error that says how to give one, and
+direct calls raise `UnknownUserError`: memory is never served from, or written into, a store
+shared between users. (A session-bound anonymous id was the alternative; refusing is safer here,
+because CrewAI swallows memory errors and one crew object typically serves many users, so an
+anonymous kickoff would quietly start a memory nobody can reach again.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from ...core.validation import check_user_id
 from . import context
 
 NO_USER = (
     "mnemic CrewMemory does not know which user this run is for, and it never shares memory between "
-    "users. Give the user in the kickoff inputs (crew.kickoff(inputs={{'{key}': 'alice'}})), bind it "
+    "users. Give the user in the kickoff inputs (crew.kickoff(inputs={{'{key}': 'alice'}}), or "
+    "flow.kickoff(inputs={{'{key}': 'alice'}}) / a '{key}' field in the flow's state), bind it "
     "when the memory is made (CrewMemory(memory, user_id='alice')) or wrap the call in "
     "`with crew_memory.for_user('alice'):`."
 )
@@ -30,6 +36,13 @@ NO_USER = (
 
 class UnknownUserError(RuntimeError):
     """A memory call with no user: none bound, none in the kickoff inputs, none set by for_user()."""
+
+
+def _from_state(state: Any, key: str) -> Any:
+    """The user a flow's state holds under `key` (a dict state or a model state), or None. A blank
+    value is a field not filled in yet (a state model's default), not a user."""
+    value = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 class UserBinding:
@@ -49,6 +62,8 @@ class UserBinding:
             return explicit
         for kick in reversed(context.kickoffs()):
             value = kick.inputs.get(self.key)
+            if value is None and not kick.is_crew:
+                value = _from_state(getattr(kick.owner, "state", None), self.key)
             if value is not None:
                 return check_user_id(value)
         return self.bound

@@ -9,6 +9,8 @@
                                post_model_hook=hooks.post_model_hook, store=MnemicStore(memory))
     agent.invoke({"messages": [("user", "hi")]}, {"configurable": {"user_id": "alice", "thread_id": "t1"}})
 
+`human_feedback` / `review_node` (from `mnemic.flows`) add a review step that learns lessons.
+
 Every piece takes the user from the run (`config["configurable"]["user_id"]` or a runtime
 context's `user_id`), never from the model. See `store.py` for how store namespaces map to users.
 """
@@ -24,6 +26,7 @@ except ImportError as exc:
     ) from exc
 
 from ...core.notes import NoteRefusedError
+from ...flows.langgraph import human_feedback, review_node
 from ...tools.langchain import (
     IdentityError,
     RunIdentity,
@@ -47,9 +50,11 @@ __all__ = [
     "MnemicStore",
     "NoteRefusedError",
     "RunIdentity",
+    "human_feedback",
     "is_final_answer",
     "memory_tools",
     "remember_tool",
+    "review_node",
     "run_identity",
     "search_knowledge_tool",
     "search_memory_tool",

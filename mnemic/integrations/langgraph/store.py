@@ -19,17 +19,33 @@ value's index fields (the store's `index["fields"]`, default the whole value as 
 The namespace becomes a scope path (`/langgraph/memories/alice`), so a prefix search is a subtree
 filter inside the owner's collection.
 
-Where this store differs from `InMemoryStore` (the contract suite in `tests/store_contract.py`
-shows each one): `put` keeps `created_at` and moves `updated_at`; values are JSON (a non-JSON value
-is a TypeError) and never alias the caller's objects; ops in one batch apply in order (a get after
-a put sees it); a namespace whose last item was deleted is no longer listed; search without a query
-returns the newest first; search with a query ranks by mnemic's hybrid score (semantic + keyword +
-recency) and returns every candidate, unindexed items last with score None; filters on a missing
-field do not match (instead of raising); TTLs are supported (minutes, refreshed on read per
-`refresh_ttl`) and expired items are never served, before `sweep_ttl()` removes them.
+LangGraph's index config is accepted as InMemoryStore and SqliteStore take it (`store_index.py`):
+`index={"dims": ..., "embed": ..., "fields": [...]}`, each field text embedded on its own.
 
-Memory rules apply: under policy mode `off` a put raises PolicyError (deletes always work), a value
-holding a secret is refused with NoteRefusedError, and every put and delete is in the audit trail.
+Scores. By default (`scores="hybrid"`) a search with a query ranks by mnemic's hybrid score
+(semantic + keyword + recency, the score `memory.recall` gives, on a 0..1 scale, not a cosine).
+`scores="cosine"` gives LangGraph's semantics: an item's score is the cosine similarity of its
+best-matching field to the query, as InMemoryStore, SqliteStore and PostgresStore report it.
+Either way every candidate is returned, unindexed items last with score None.
+
+Where this store differs from `InMemoryStore` (the contract suite in `tests/store_contract.py`
+and LangGraph's own store tests in `tests/langgraph_store_suite/` show each one): `put` keeps
+`created_at` and moves `updated_at`; values are JSON (a non-JSON value is a TypeError naming the
+field) and never alias the caller's objects; ops in one batch apply in order (a get after a put
+sees it); a namespace whose last item was deleted is no longer listed; search without a query
+returns the newest first; filters take dotted paths into nested values, and a comparison on a
+missing field does not match (instead of raising); TTLs are supported (minutes, refreshed on read
+per `refresh_ttl`) and expired items are never served, before `sweep_ttl()` removes them.
+Namespaces under the root label "langgraph" are refused by `put()` (BaseStore's rule) but, like
+InMemoryStore and SqliteStore, accepted through `batch()`, which is how LangGraph itself writes
+the namespaces it reserves.
+
+Memory rules apply, without crashing the graph that calls the store: under policy mode `off` the
+store is read-only, and a value holding a secret (or, with `screen_sensitive=True`, a category the
+policy excludes) is not stored. With the default `on_refused="skip"` such a put writes nothing,
+leaves what the key held before, logs a warning (the first of each kind per store; later ones at
+debug level) and is counted in `store.refused`; `on_refused="raise"` raises PolicyError or
+NoteRefusedError instead. Deletes always work, and every put and delete is in the audit trail.
 """
 
 from __future__ import annotations
@@ -40,8 +56,9 @@ import json
 import logging
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.store.base import (
     BaseStore,
@@ -50,22 +67,22 @@ from langgraph.store.base import (
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
     TTLConfig,
-    get_text_at_path,
-    tokenize_path,
     validate_op_namespace,
 )
 
 from ...core.identity import NAMESPACE_OWNER_PREFIX, namespace_owner_id
-from ...core.notes import Note
+from ...core.notes import Note, NoteRefusedError
+from ...core.policy import PolicyError
 from ...core.scopes import MAX_SCOPE_DEPTH, MAX_SCOPE_LENGTH
 from ...core.validation import MAX_USER_ID_CHARS
+from .store_filters import matches_filter, matches_namespace
+from .store_index import StoreIndex
 
 if TYPE_CHECKING:
     from ...core.memory import Memory
@@ -74,7 +91,8 @@ log = logging.getLogger("mnemic.langgraph")
 
 SCOPE_ROOT = "langgraph"
 PSEUDO_USER_PREFIX = NAMESPACE_OWNER_PREFIX
-FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+SCORES = ("hybrid", "cosine")
+ON_REFUSED = ("skip", "raise")
 _KEEP = re.compile(r"[\w@:+-]", re.UNICODE)
 _MAX_SEGMENT = 128
 
@@ -95,62 +113,26 @@ def _segment(label: str) -> str:
     return encoded
 
 
-def _compare(actual: Any, expected: Any) -> bool:
-    """LangGraph's filter semantics: operators, nested-dict subsets, exact lists, plain equality."""
-    if isinstance(expected, Mapping):
-        if any(k.startswith("$") for k in expected):
-            return all(_apply(actual, op, value) for op, value in expected.items())
-        if not isinstance(actual, Mapping):
-            return False
-        return all(_compare(actual.get(k), v) for k, v in expected.items())
-    if isinstance(expected, (list, tuple)):
-        return (isinstance(actual, (list, tuple)) and len(actual) == len(expected)
-                and all(_compare(a, e) for a, e in zip(actual, expected, strict=True)))
-    return bool(actual == expected)
-
-
-def _orderable(a: Any, b: Any) -> bool:
-    numbers = (int, float)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool)
-    return (isinstance(a, numbers) and isinstance(b, numbers)) or (isinstance(a, str) and isinstance(b, str))
-
-
-def _apply(actual: Any, operator: str, value: Any) -> bool:
-    if operator == "$eq":
-        return bool(actual == value)
-    if operator == "$ne":
-        return bool(actual != value)
-    if operator not in FILTER_OPERATORS:
-        raise ValueError(f"unsupported filter operator {operator!r}; use one of {', '.join(FILTER_OPERATORS)}")
-    if actual is None or not _orderable(actual, value):
-        return False  # a missing or differently typed field does not match (InMemoryStore raises)
-    if operator == "$gt":
-        return bool(actual > value)
-    if operator == "$gte":
-        return bool(actual >= value)
-    if operator == "$lt":
-        return bool(actual < value)
-    return bool(actual <= value)
-
-
-def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    pairs = zip(namespace, path, strict=False) if condition.match_type == "prefix" else \
-        zip(reversed(namespace), reversed(path), strict=False)
-    return all(p == "*" or n == p for n, p in pairs)
+def _check_json(value: Mapping[str, Any], namespace: tuple[str, ...], key: str) -> None:
+    """A clear error for a value JSON cannot hold (the store keeps values as JSON, as SqliteStore does)."""
+    try:
+        json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"MnemicStore keeps values as JSON, and the value put under {key!r} in {namespace} is not: {exc}. "
+            "Convert it first (e.g. a datetime with .isoformat(), a set with list(), a model with .model_dump())."
+        ) from None
 
 
 class MnemicStore(BaseStore):
     """A LangGraph `BaseStore` whose items are mnemic memory records (see the module docstring).
 
-    `index={"fields": [...]}` chooses what each value is found by (default the whole value);
-    embeddings always come from the Memory's embedder, so `index["embed"]` is refused (configure
-    `Memory(embedder=...)` instead). `ttl={"default_ttl": minutes, "refresh_on_read": bool}` as
-    LangGraph's `TTLConfig`. `screen_sensitive=True` applies the policy's sensitive-category
-    exclusion to puts, for stores the model writes through (e.g. memory-managing tools).
+    `index` is LangGraph's `IndexConfig` (`dims`, `embed`, `fields`; default: the whole value,
+    embedded with the Memory's embedder); `index_config` shows it resolved. `scores` is "hybrid"
+    (mnemic's recall score, the default) or "cosine" (LangGraph's). `ttl={"default_ttl": minutes,
+    "refresh_on_read": bool}` as LangGraph's `TTLConfig`. `screen_sensitive=True` applies the
+    policy's sensitive-category exclusion to puts, for stores the model writes through.
+    `on_refused` says what a put the memory policy refuses does: "skip" (default) or "raise".
     """
 
     supports_ttl = True
@@ -163,31 +145,34 @@ class MnemicStore(BaseStore):
         ttl: TTLConfig | None = None,
         user_position: int | None = 1,
         screen_sensitive: bool = False,
+        scores: Literal["hybrid", "cosine"] = "hybrid",
+        on_refused: Literal["skip", "raise"] = "skip",
     ) -> None:
         if user_position is not None and (isinstance(user_position, bool) or not isinstance(user_position, int)
                                           or user_position < 0):
             raise ValueError(f"user_position must be a non-negative int or None, got {user_position!r}")
-        config: dict[str, Any] = dict(index or {})
-        if config.get("embed") is not None:
-            raise ValueError(
-                "MnemicStore embeds with its Memory's embedder; index['embed'] cannot replace it. "
-                "Give the embedder to Memory(..., embedder=...) (a callable works) and pass only index['fields']."
-            )
-        dims = config.get("dims")
-        if dims is not None and int(dims) != int(memory.embedder.dimension):
-            raise ValueError(f"index['dims'] is {dims} but the Memory's embedder {memory.embedder.name!r} "
-                             f"has {memory.embedder.dimension} dimensions; leave dims out")
-        fields = config.get("fields") or ["$"]
-        if isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields):
-            raise ValueError(f"index['fields'] must be a list of field paths such as ['text'], got {fields!r}")
+        if scores not in SCORES:
+            raise ValueError(f"scores must be one of {', '.join(SCORES)}, got {scores!r}")
+        if on_refused not in ON_REFUSED:
+            raise ValueError(f"on_refused must be one of {', '.join(ON_REFUSED)}, got {on_refused!r}")
         self.memory = memory
         self.notes = memory.notes
-        self.index_fields: list[str] = list(fields)
+        self.index = StoreIndex(memory, index)
+        self.index_config: dict[str, Any] = self.index.config
+        self.embeddings = self.index.embeddings
+        self.scores = scores
+        self.on_refused = on_refused
+        self.refused: Counter[str] = Counter()
         self.ttl_config = ttl
         self.user_position = user_position
         self.screen_sensitive = screen_sensitive
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
+
+    @property
+    def index_fields(self) -> list[str]:
+        """The value fields items are found by (LangGraph's `index["fields"]`)."""
+        return list(self.index.fields)
 
     def __repr__(self) -> str:
         return f"MnemicStore(namespace={self.memory.namespace!r}, user_position={self.user_position})"
@@ -291,8 +276,6 @@ class MnemicStore(BaseStore):
         namespace = tuple(op.namespace)
         if not namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
-        if namespace[0] == "langgraph":
-            raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
         owner = self.user_for(namespace)
         note_key = self._note_key(namespace, op.key)
         if op.value is None:
@@ -301,30 +284,38 @@ class MnemicStore(BaseStore):
         if not isinstance(op.value, Mapping):
             raise TypeError(f"a store value must be a dict, got {type(op.value).__name__}")
         value = dict(op.value)
+        _check_json(value, namespace, op.key)
         indexed = op.index is not False
-        fields = self.index_fields if op.index is None or op.index is False else list(op.index)
-        text = self._text(value, fields) if indexed else ""
+        texts = self.index.texts(value, None if op.index is None or op.index is False else list(op.index))
+        text = "\n".join(texts) if indexed else ""
         if not text.strip():
-            # Nothing at the index fields: the item is still findable by its whole value.
+            # Nothing at the index fields: the record is still found by recall through its whole value.
             text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
         ttl_minutes = op.ttl
-        self.notes.put(
-            note_key, text, user_id=owner, data=value, scope=self.scope_for(namespace), indexed=indexed,
-            ttl_seconds=float(ttl_minutes) * 60.0 if ttl_minutes else None,
-            screen_sensitive=self.screen_sensitive, actor="langgraph-store",
-        )
+        try:
+            self.notes.put(
+                note_key, text, user_id=owner, data=value, scope=self.scope_for(namespace), indexed=indexed,
+                ttl_seconds=float(ttl_minutes) * 60.0 if ttl_minutes else None,
+                screen_sensitive=self.screen_sensitive, actor="langgraph-store",
+                fields=self.index.field_vectors(texts, text) if indexed else None,
+            )
+        except (PolicyError, NoteRefusedError) as exc:
+            if self.on_refused == "raise":
+                raise
+            self._refuse(exc, namespace, op.key)
 
-    @staticmethod
-    def _text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
-        parts: list[str] = []
-        for path in fields:
-            parts.extend(get_text_at_path(value, path if path == "$" else tokenize_path(path)))
-        return "\n".join(p for p in parts if p)
+    def _refuse(self, exc: Exception, namespace: tuple[str, ...], key: str) -> None:
+        reason = "policy" if isinstance(exc, PolicyError) else "refused value"
+        self.refused[reason] += 1
+        level = logging.WARNING if self.refused[reason] == 1 else logging.DEBUG
+        log.log(level, "MnemicStore did not store %r in %s: %s (further puts refused for this reason are "
+                "logged at debug level; on_refused='raise' raises instead)", key, namespace, exc)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         scope = self.scope_for(prefix)
         query = op.query if isinstance(op.query, str) and op.query.strip() else None
+        query_vector = self.index.embed_query(query) if query is not None and self.scores == "cosine" else None
         ranked: list[tuple[float | None, Note, tuple[str, ...], str]] = []
         unranked: list[tuple[Note, tuple[str, ...], str]] = []
         for owner in self._users_for_prefix(prefix):
@@ -333,17 +324,18 @@ class MnemicStore(BaseStore):
             kept_rows = []
             for note, vector in rows:
                 where = self._split_key(note)
-                if where is None or where[0][:len(prefix)] != prefix:
-                    continue
-                if op.filter and not all(_compare(note.data.get(k) if isinstance(note.data, Mapping) else None, v)
-                                         for k, v in op.filter.items()):
+                if where is None or where[0][:len(prefix)] != prefix or not matches_filter(note.data, op.filter):
                     continue
                 keep[note.record.id] = where
                 kept_rows.append((note, vector))
             if query is None:
                 unranked.extend((note, *keep[note.record.id]) for note, _ in kept_rows)
                 continue
-            scored = self.notes.rank(query, kept_rows, user_id=owner)
+            if query_vector is not None:
+                scored = [(score, note) for note, vector in kept_rows if note.indexed
+                          and (score := self.index.score(query_vector, note.fields, vector)) is not None]
+            else:
+                scored = self.notes.rank(query, kept_rows, user_id=owner)
             scored_ids = {note.record.id for _, note in scored}
             ranked.extend((score, note, *keep[note.record.id]) for score, note in scored)
             unranked.extend((note, *keep[note.record.id]) for note, _ in kept_rows
@@ -371,7 +363,7 @@ class MnemicStore(BaseStore):
         conditions = tuple(op.match_conditions or ())
         prefixes = [tuple(c.path) for c in conditions if c.match_type == "prefix" and "*" not in c.path]
         users = self._users_for_prefix(prefixes[0]) if prefixes else self.memory.users()
-        namespaces = [ns for ns in self._namespaces(users) if all(_matches(ns, c) for c in conditions)]
+        namespaces = [ns for ns in self._namespaces(users) if all(matches_namespace(ns, c) for c in conditions)]
         if op.max_depth is not None:
             namespaces = list({ns[:op.max_depth] for ns in namespaces})
         namespaces.sort()
@@ -382,6 +374,10 @@ class MnemicStore(BaseStore):
     def sweep_ttl(self) -> int:
         """Delete expired items now (they are never served meanwhile). Returns how many."""
         return self.notes.sweep(scope="/" + SCOPE_ROOT, actor="langgraph-store ttl")
+
+    async def asweep_ttl(self) -> int:
+        """`sweep_ttl` on a worker thread."""
+        return await asyncio.to_thread(self.sweep_ttl)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> threading.Thread:
         """Sweep expired items every `sweep_interval_minutes` (default: the ttl config's, else 5)

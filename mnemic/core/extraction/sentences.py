@@ -1,0 +1,176 @@
+"""Sentences: segmentation and the tests every rule-based extractor applies to a sentence.
+
+Splitting text into sentences (and first-person clauses), expanding contractions, and telling
+questions, requests, filler and code from statements. Shared by the rule-based extractors.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e|approx|Inc|Ltd|Co|No)\.", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|(?<=[。！？])")
+_CLAUSE_SPLIT = re.compile(
+    r"\s*(?:;|,?\s+(?:and|but|so|plus|while|although|though|whereas)\s+(?=(?:I|my|we|our)\b))\s*"
+)
+_BULLET = re.compile(r"^\s*(?:[-*•▪‣]|\d{1,2}[.)])\s+")
+_CONTRACTIONS = (
+    (r"\bI'm\b", "I am"), (r"\bI've\b", "I have"), (r"\bI'd\b", "I would"), (r"\bI'll\b", "I will"),
+    (r"\bwe're\b", "we are"), (r"\bwe've\b", "we have"), (r"\bwe'll\b", "we will"), (r"\bwe'd\b", "we would"),
+    (r"\byou're\b", "you are"), (r"\byou've\b", "you have"), (r"\byou'll\b", "you will"),
+    (r"\byou'd\b", "you would"), (r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"),
+    (r"\bain't\b", "am not"), (r"\b(\w+)n't\b", r"\1 not"),
+)
+_QUESTION_START = re.compile(
+    r"^(?:what|why|how|when|where|who|whom|whose|which|is|are|am|was|were|does|did|can|could|would|will|"
+    r"should|shall|may|might|has|had|isn't|aren't|doesn't|didn't|won't|wouldn't|couldn't|shouldn't|"
+    r"any idea|do (?!not\b)|have you|have I)\b",
+    re.I,
+)
+REQUEST_START = re.compile(
+    r"^(?:please\s+)?(?:can|could|would|will)\s+you\b|^(?:please\s+)?(?:help|tell|show|give|write|explain|"
+    r"summari[sz]e|find|make|create|check|fix|generate|draft|list|translate|compare|describe|calculate|book|"
+    r"send|search|look|remind|suggest|recommend|try|let's|let me|go|read|review|rewrite|edit|plan|build|run|"
+    r"add|update|delete|remove|open|continue|start|stop|imagine|pretend|act|answer|reply|respond)\b|^please\b",
+    re.I,
+)
+_FILLERS = frozenset(
+    """thanks|thank you|thank you so much|thanks a lot|thanks so much|many thanks|ok|okay|ok thanks|
+    okay thanks|sure|yes|no|yeah|yep|nope|great|cool|nice|awesome|perfect|got it|sounds good|no problem|
+    lol|haha|hmm|alright|all right|right|fine|of course|good|good morning|good afternoon|good evening|
+    good night|hi|hello|hey|hiya|hi there|hello there|hey there|bye|goodbye|see you|see you later|
+    have a nice day|have a good day|have a great day|take care|cheers|you're welcome|welcome|please|indeed|
+    exactly|agreed|makes sense|that makes sense|that's great|that's helpful|that helps|that's it|
+    that is all|that's all|never mind|nevermind|wow|oh|ah|well|interesting|me too|same here|not really|
+    sorry|my bad|oops|understood|noted|will do|go ahead|continue|done|next|thx|ty|np|k|kk|certainly|absolutely|
+    great question|good question|excellent question|my pleasure|no worries|happy to help|glad to help""".replace(
+        "\n", "").replace("    ", "").split("|")
+)
+_COMMAND_START = re.compile(
+    r"^(?:please|kindly|make sure|be sure|ensure that|don't|do not|never|always|remember to|"
+    r"(?:can|could|would|will) you|let's|let me|you (?:must|should|need to|have to))\b",
+    re.I,
+)
+_COMMAND_VERBS = frozenset(
+    """add analyse analyze answer ask assess assign book build calculate call categorise categorize check
+    choose classify collect compare compile complete compute confirm consider contact continue convert create
+    decide define delete describe design determine develop document draft edit email estimate evaluate
+    explain extract fetch fill find fix follow format gather generate get give go help identify implement
+    include investigate keep list look make map monitor note notify open organise organize outline parse
+    pick plan predict prepare proceed process produce propose provide rank read recommend record reply report
+    research respond retrieve return review rewrite run save schedule search select send show sort start
+    stop store submit suggest summarise summarize tell track translate try update use validate verify
+    write""".split()
+)
+_OBJECT_STARTS = frozenset(
+    """a an the all any each every some this that these those it its them their his her our my your me us
+    him to up out down back with for from on in into about over what which who whom whose how why when
+    where whether if one two three both only""".split()
+)
+CODE_LIKE = re.compile(r"[{}<>\[\]=;]|^\s*(?:def|class|import|return|SELECT|INSERT)\b|https?://")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# Scripts written without spaces between words (Chinese, Japanese kana and kanji, Thai).
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\u0e00-\u0e7f]")
+
+
+def _normalise_raw(text: str) -> str:
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    # Lower-case "i" as a pronoun is common in chat and must still count as first person.
+    text = re.sub(r"(?<![\w'])i(?=(?:\s|'m|'ve|'d|'ll|[,.!?]|$))", "I", text)
+    return text
+
+
+def segment(text: str, *, clauses: bool = True) -> list[str]:
+    """Sentences of `text` in order, each line on its own, bullets removed. With `clauses`, a
+    sentence is also cut where a new first-person clause starts ("…, and I prefer …")."""
+    text = _normalise_raw(text)
+    protected = _ABBREVIATIONS.sub(lambda m: m.group(0).replace(".", "\x00"), text)
+    pieces: list[str] = []
+    for line in re.split(r"\n+", protected):
+        line = _BULLET.sub("", line).strip()
+        if not line:
+            continue
+        for sentence in _SENTENCE_END.split(line):
+            for clause in _CLAUSE_SPLIT.split(sentence) if clauses else [sentence]:
+                clause = clause.replace("\x00", ".").strip(" \t\"'")
+                if clause:
+                    pieces.append(clause)
+    return pieces
+
+
+def expand_contractions(text: str) -> str:
+    for pattern, replacement in _CONTRACTIONS:
+        text = re.sub(pattern, replacement, text, flags=re.I if not pattern.startswith(r"\bI") else 0)
+    return text
+
+
+def finish_statement(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip(" ,;:-")
+    text = re.sub(r"\s+([,.!?;:])", r"\1", text)
+    text = text.rstrip(".!…。！")
+    if not text:
+        return ""
+    return text[0].upper() + text[1:] + ("。" if _UNSPACED.match(text[-1]) else ".")
+
+
+_SUBSTANCE_STOP = frozenset(
+    """a an the and or but if of to in on at for with from by as is am are was were be been being do does
+    did have has had having it its this that these those there here they them their theirs he she him her
+    i me my we us our you your thing things stuff something anything everything one some any much many
+    like likes love loves want wants need needs think thinks know knows see sees get gets got go goes make
+    makes say says tell tells feel feels not no so too very just really also again now then still well
+    yes yeah ok okay sure wants the assistant""".split()
+)
+
+
+def has_substance(text: str) -> bool:
+    """Whether `text` says something: two words, one of them not a function word (or, in a
+    script written without spaces, four characters of it)."""
+    if len(_UNSPACED.findall(text)) >= 4:
+        return True
+    words = [w.lower() for w in _WORD.findall(text)]
+    return len(words) >= 2 and any(len(w) > 1 and w not in _SUBSTANCE_STOP for w in words)
+
+
+def is_question(sentence: str) -> bool:
+    stripped = sentence.strip()
+    return stripped.endswith(("?", "？")) or stripped.startswith("¿") or bool(_QUESTION_START.match(stripped))
+
+
+def is_imperative(sentence: str) -> bool:
+    """Whether `sentence` tells someone to do something ("Record the customer's details.",
+    "Please check…", "Make sure…") rather than stating something. English verbs only; a sentence
+    in another language is taken as a statement."""
+    text = sentence.strip().lstrip("*_#>`- ").strip()
+    if _COMMAND_START.match(text):
+        return True
+    words = text.split(maxsplit=2)
+    if not words or words[0].lower().strip(",:") not in _COMMAND_VERBS or words[0].endswith((":", ",")):
+        return False
+    # "Record the details" is a command; "Plan B was chosen" and "Update: …" are not.
+    return len(words) == 1 or words[1].lower().strip("\"'(") in _OBJECT_STARTS
+
+
+def is_filler(sentence: str) -> bool:
+    """Whether `sentence` says nothing: a greeting, thanks, "ok" - or only such phrases, joined
+    by commas ("Noted, thank you.")."""
+    return all(_filler_piece(piece) for piece in re.split(r"[,;]", sentence))
+
+
+def _filler_piece(piece: str) -> bool:
+    key = re.sub(r"[^\w' ]+", "", piece.lower()).strip()
+    key = re.sub(r"\s+", " ", key)
+    return not key or key in _FILLERS
+
+
+__all__ = [
+    "CODE_LIKE",
+    "REQUEST_START",
+    "expand_contractions",
+    "finish_statement",
+    "has_substance",
+    "is_filler",
+    "is_imperative",
+    "is_question",
+    "segment",
+]

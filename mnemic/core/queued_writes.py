@@ -1,0 +1,74 @@
+"""Queued writes: how `remember_many()` acknowledges statements it stores later, durably.
+
+Each accepted statement is journaled (write_journal.py) before it is queued on the background
+writer, and the journal entry is retired once its batch has run. On open, entries a dead process
+left pending are stored before the store serves anything, unless their record already landed.
+This module owns that cycle so the Memory facade only checks input and hands statements over.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from .record_writer import RecordWriter
+from .records import MemoryRecord
+from .write_journal import Journaled, WriteJournal
+from .write_pipeline import WritePipeline, describe_queued
+from .writer import BackgroundWriter, PartialBatchFailure
+
+log = logging.getLogger("mnemic")
+
+
+class QueuedWrites:
+    """Journal, queue, store and retire the statements `remember_many()` accepted."""
+
+    def __init__(self, journal: WriteJournal, writer: BackgroundWriter, pipeline: WritePipeline,
+                 records: RecordWriter) -> None:
+        self._journal = journal
+        self._writer = writer
+        self._pipeline = pipeline
+        self._records = records
+
+    def submit(self, prepared: Sequence[MemoryRecord], *, actor: str) -> None:
+        # Journaled before it is acknowledged: what the caller is told survives a crash.
+        journaled = self._journal.append(prepared, actor=actor)
+        self._writer.submit_batched((prepared[0].kind, actor), journaled, self._persist,
+                                    lambda items: describe_queued([j.record for j in items]))
+
+    def erase_user(self, user_id: str) -> None:
+        """Statements still queued for the user (the erasure scrubs the file)."""
+        self._journal.erase_user(user_id)
+
+    def _persist(self, items: list[Journaled]) -> None:
+        """Run on the writer: store a batch of journaled statements, then retire their entries
+        (stored or failed: a failure is reported once, not replayed forever)."""
+        try:
+            self._pipeline.persist_queued([j.record for j in items], actor=items[0].actor)
+        except PartialBatchFailure as partial:
+            lost = {id(r) for r in partial.items}
+            raise PartialBatchFailure([j for j in items if id(j.record) in lost], partial.cause) from None
+        finally:
+            self._journal.done([j.seq for j in items])
+
+    def replay(self) -> None:
+        """Store what `remember_many()` acknowledged before the last process died (on open)."""
+        pending = self._journal.pending()
+        if not pending:
+            return
+        log.warning("storing %d statement(s) remember_many() accepted before the last process stopped", len(pending))
+        for user_id in dict.fromkeys(j.record.user_id for j in pending):
+            mine = [j for j in pending if j.record.user_id == user_id]
+            holders = self._records.holders(user_id, [j.record.id for j in mine])
+            # A statement whose record landed before the crash is not written again.
+            todo = [j for j in mine if holders.get(j.record.id) is None
+                    or holders[j.record.id].hash != j.record.hash]
+            kept: set[int] = set()
+            for actor in dict.fromkeys(j.actor for j in todo):
+                batch = [j for j in todo if j.actor == actor]
+                try:
+                    self._pipeline.persist_new([j.record for j in batch], actor=actor)
+                except Exception as exc:  # kept for the next open rather than lost
+                    log.error("could not store queued statements of a user on open: %s", exc)
+                    kept.update(j.seq for j in batch)
+            self._journal.done([j.seq for j in mine if j.seq not in kept])

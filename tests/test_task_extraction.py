@@ -1,0 +1,175 @@
+"""Extraction from a finished agent task: what the task established is kept, its instructions,
+questions, reasoning and "unknown" never are; the LLM prompt keeps the task apart."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scripted_llm import ScriptedLLM, fact, facts_json
+
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
+from mnemic.core.extraction import Message, task_extract
+from mnemic.core.extraction.llm_prompt import llm_extract
+from mnemic.core.policy import MemoryPolicy
+
+RECORD = "Record the customer's logistics details from this message: {message}"
+
+
+def texts(result: str, *, task: str = "Summarise the account.", inputs: str | None = None) -> list[str]:
+    messages = [Message("user", inputs)] if inputs else []
+    return [f.text for f in task_extract([*messages, Message("assistant", result)], task=task)]
+
+
+def test_a_third_person_answer_is_kept_whole_and_the_instruction_never() -> None:
+    found = task_extract([Message("user", "Our warehouse is in Rotterdam; we ship Tuesdays."),
+                          Message("assistant", "The customer's warehouse is in Rotterdam and they ship on Tuesdays.")],
+                         task=RECORD)
+    by_author = {(f.author, f.text) for f in found}
+    assert ("agent", "The customer's warehouse is in Rotterdam and they ship on Tuesdays.") in by_author
+    assert ("user", "Warehouse is in Rotterdam.") in by_author
+    assert not any("Record" in f.text or "logistics details" in f.text for f in found)
+
+
+@pytest.mark.parametrize("result", [
+    "UNKNOWN", "Where is the warehouse?", "I have recorded the details.", "Here is the summary:",
+    "Make sure to confirm the address with the customer.", "The ship date is not specified.",
+    "Thought: I should check the CRM first.", "```python\nprint('x')\n```",
+    "The customer's logistics details have been recorded.", "Noted, thank you.", "Certainly! Here are the details:",
+    "Happy to help. Let me know if you need anything else.",
+])
+def test_what_is_not_a_fact_is_dropped(result: str) -> None:
+    assert texts(result, task="Record the customer's logistics details.") == []
+
+
+def test_markdown_lists_tables_and_json_give_one_fact_each() -> None:
+    report = ("## Account\n- **Plan:** Enterprise, renewed in March.\n- Renewal owner is Dana Kim.\n\n"
+              "| Field | Value |\n|---|---|\n| Budget | $5,000 |\n")
+    assert texts(report) == ["Plan: Enterprise, renewed in March.", "Renewal owner is Dana Kim.", "Budget: $5,000."]
+    assert texts('{"warehouse_city": "Rotterdam", "ship_days": ["Tue", "Thu"], "notes": null}') == [
+        "Warehouse city: Rotterdam.", "Ship days: Tue, Thu."]
+
+
+def test_an_answer_that_picks_from_the_tasks_own_words_is_kept() -> None:
+    task = "Find out whether the customer's warehouse is in Rotterdam or Antwerp."
+    answer = "The customer's warehouse is in Rotterdam."
+    assert texts(answer, task=task) == [answer]
+
+
+def test_courtesy_around_a_fact_is_dropped_and_the_fact_kept() -> None:
+    assert texts("Thanks for the details, the warehouse is in Rotterdam.") == ["The warehouse is in Rotterdam."]
+    assert texts("Great question! The order ships Friday.") == ["The order ships Friday."]
+
+
+def test_leads_are_removed_and_a_recommendation_is_kept_as_a_decision() -> None:
+    assert texts("Based on the message, the patient prefers morning appointments.") == [
+        "The patient prefers morning appointments."]
+    assert texts("I recommend PostgreSQL for the new project.") == ["Recommendation: PostgreSQL for the new project."]
+    assert texts("You live in Austin.") == ["Lives in Austin."]
+
+
+def test_other_languages_keep_their_sentences() -> None:
+    assert texts("Die Kundin wohnt in Berlin. 顧客は東京に住んでいます。") == [
+        "Die Kundin wohnt in Berlin.", "顧客は東京に住んでいます。"]
+
+
+def test_a_long_report_is_capped() -> None:
+    report = " ".join(f"Site {n} opened in {1990 + n}." for n in range(60))
+    assert len(texts(report)) == 20
+
+
+def test_the_llm_sees_the_task_apart_and_cannot_store_it_or_a_question() -> None:
+    llm = ScriptedLLM(facts_json(fact("The customer's warehouse is in Rotterdam.", author="agent"),
+                                 fact("Record the customer's logistics details.", author="agent"),
+                                 fact("Where does the customer ship from?", author="agent")))
+    found = llm_extract(llm, [Message("user", "Our warehouse is in Rotterdam."),
+                              Message("assistant", "The customer's warehouse is in Rotterdam.")],
+                        policy=MemoryPolicy(mode="auto"), existing=[], aliases={}, on_call=lambda: None,
+                        on_failure=lambda exc: None, task=RECORD, attempts=1)
+    assert [(f.author, f.text) for f in found or []] == [("agent", "The customer's warehouse is in Rotterdam.")]
+    (messages, schema), = llm.calls
+    assert "Task given to the agent (an instruction, not a fact):\n" + RECORD in messages[1]["content"]
+    assert "agent's result: The customer's warehouse" in messages[1]["content"]
+    assert schema["properties"]["facts"]["items"]["properties"]["author"]["enum"] == ["user", "agent"]
+
+
+def test_one_attempt_means_one_call() -> None:
+    llm = ScriptedLLM("Sure, here are the facts: the warehouse is in Rotterdam.")
+    failures: list[BaseException] = []
+    found = llm_extract(llm, [Message("assistant", "The warehouse is in Rotterdam.")],
+                        policy=MemoryPolicy(mode="auto"), existing=[], aliases={}, on_call=lambda: None,
+                        on_failure=failures.append, task="Summarise.", attempts=1)
+    assert found is None and len(llm.calls) == 1 and len(failures) == 1
+
+
+# -- Memory.observe(task=..., agent_llm=...) ------------------------------------------------------
+
+TASK_TURN = [{"role": "user", "content": "Our warehouse is in Rotterdam; we ship Tuesdays."},
+             {"role": "assistant", "content": "The customer's warehouse is in Rotterdam and they ship on Tuesdays."}]
+
+
+@pytest.fixture
+def auto(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto") as mem:
+        yield mem
+
+
+def test_a_task_turn_without_any_llm_stores_the_result_not_the_task(auto: Memory) -> None:
+    auto.observe(TASK_TURN, user_id="acme", task=RECORD)
+    auto.drain_writes()
+    records = {r.text: r for r in auto.list(user_id="acme")}
+    result = records["The customer's warehouse is in Rotterdam and they ship on Tuesdays."]
+    assert result.author == "agent" and result.source_kind == "conversation"
+    assert not any("Record" in text for text in records)
+
+
+def test_the_agents_llm_extracts_when_memory_has_none_in_one_call(auto: Memory) -> None:
+    agent_llm = ScriptedLLM(facts_json(fact("The customer's warehouse is in Rotterdam.", author="agent")))
+    auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=agent_llm)
+    auto.drain_writes()
+    assert [r.text for r in auto.list(user_id="acme")] == ["The customer's warehouse is in Rotterdam."]
+    assert len(agent_llm.calls) == 1 and auto.stats.llm_calls["extract"] == 1
+
+
+def test_the_memorys_own_llm_wins_over_the_agents(tmp_path: Path) -> None:
+    own = ScriptedLLM(facts_json(fact("Ships on Tuesdays.", author="agent")))
+    agent_llm = ScriptedLLM(facts_json(fact("Never asked.")))
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto", llm=own) as mem:
+        mem.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=agent_llm)
+        mem.drain_writes()
+        assert [r.text for r in mem.list(user_id="acme")] == ["Ships on Tuesdays."]
+    assert len(own.calls) == 1 and agent_llm.calls == []
+
+
+def test_an_agent_llm_answering_prose_is_asked_once_and_the_rules_take_over(
+        auto: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    agent_llm = ScriptedLLM(default="The warehouse is in Rotterdam, as far as I can tell!")
+    with caplog.at_level(logging.WARNING, logger="mnemic"):
+        for _ in range(2):  # every task of a crew whose model cannot answer in JSON
+            auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=agent_llm)
+            auto.drain_writes()
+    assert "The customer's warehouse is in Rotterdam and they ship on Tuesdays." in {
+        r.text for r in auto.list(user_id="acme")}
+    stats = auto.stats
+    assert (len(agent_llm.calls), stats.llm_failures, stats.llm_fallbacks) == (2, 2, 2)
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1 and "the agent's LLM could not extract memories (the answer is not JSON" in said[0]
+
+
+def test_a_turn_that_yields_nothing_says_why_once(auto: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="mnemic"):
+        for answer in ("UNKNOWN", "I could not find it."):
+            auto.observe([{"role": "assistant", "content": answer}], user_id="acme", task="Where is the warehouse?")
+            auto.drain_writes()
+    said = [r.getMessage() for r in caplog.records if "stored nothing" in r.getMessage()]
+    assert len(said) == 1 and "no LLM is available" in said[0]
+
+
+def test_a_task_must_be_text(auto: Memory) -> None:
+    with pytest.raises(TypeError, match="task must be"):
+        auto.observe(TASK_TURN, user_id="acme", task=42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="llm must be"):
+        auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=object())
