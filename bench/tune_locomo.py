@@ -83,7 +83,7 @@ def row(name: str, scores: dict[str, dict[str, float]]) -> str:
     for half in ("tune", "held"):
         s = scores.get(half, {})
         cells.append(f"{s.get('all@5', 0):5.1f} {s.get('all@10', 0):5.1f} | "
-                     + " ".join(f"{s.get(c + '@10', 0):5.1f}" for c in CATEGORIES.values()))
+                     + " ".join(f"{s.get(c + '@5', 0):4.1f}/{s.get(c + '@10', 0):4.1f}" for c in CATEGORIES.values()))
     return f"{name:<14} " + " || ".join(cells)
 
 
@@ -123,7 +123,7 @@ def main() -> None:
     for spec in args.variant:
         name, _, pairs = spec.partition(":")
         variants[name] = {k: float(v) for k, v in (p.split("=", 1) for p in pairs.split(",") if p)}
-    cats = " ".join(f"{c[:5]:>5}" for c in CATEGORIES.values())
+    cats = " ".join(f"{c[:9]:>9}" for c in CATEGORIES.values())  # each R@5/R@10
     print(f"{'variant':<14} {'R@5':>5} {'R@10':>5} | {cats} || {'R@5':>5} {'R@10':>5} | {cats}")
     print(f"{'':<14} {'tuning half (conversations 0-4)':<{12 + len(cats)}} || held-out half (5-9)")
     try:
