@@ -3,11 +3,13 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mnemic-installed
-EXTRAS ?= dev,pdf,crewai,langgraph
+# The test suite also checks the peers benchmark against the real peers (Mem0, LangGraph's SqliteStore),
+# so the development environment carries the optional `peers` extra; mnemic itself never needs it.
+EXTRAS ?= dev,pdf,crewai,langgraph,peers
 
 .PHONY: demo test lint bench bench-peers models clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS)]"
 	touch $(STAMP)
@@ -28,7 +30,6 @@ lint: $(STAMP)
 
 # mnemic beside Mem0, CrewAI, LangGraph's stores and plain Chroma on LoCoMo (long: see bench/bench_peers.py).
 bench-peers: models
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS),peers]"
 	$(BIN)/python bench/bench_peers.py $(ARGS)
 
 clean:
