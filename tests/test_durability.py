@@ -296,3 +296,44 @@ def test_an_older_embedded_store_keeps_its_audit_trail(store_path: Path) -> None
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         assert [(h.action, h.reason) for h in memory.history(record.id)] == [("add", None), ("invalidate", "sold it")]
         assert memory._store.history_collection(create=False) is None  # moved out of Chroma
+
+
+def test_a_long_backlog_acknowledged_before_a_crash_is_all_stored_on_open(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fast process can acknowledge thousands of statements before it is killed; the journal
+    # replays them on open, in batches a store accepts (one query over 1,500 ids is refused).
+    from mnemic.core.writer import BackgroundWriter
+
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        memory.remember_many([f"Earlier note {i}: crate {i} waits at gate {i % 7}." for i in range(300)], user_id="u")
+        memory.drain_writes()
+        # The process "dies" before its writer runs: every acknowledged statement is only journaled.
+        monkeypatch.setattr(BackgroundWriter, "submit_batched", lambda *args, **kwargs: None)
+        acknowledged = memory.remember_many(
+            [f"Call {c} statement {j}: parcel {c}-{j} left depot {j}." for c in range(150) for j in range(10)],
+            user_id="u")
+    monkeypatch.undo()
+    assert len(acknowledged) == 1500
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        stored = {r.id for r in memory.list(user_id="u", limit=100_000)}
+        assert [i for i in acknowledged if i not in stored] == []
+    with Memory(store_path, embedder=HashEmbedder()) as memory:  # nothing left to replay twice
+        assert len(memory.list(user_id="u", limit=100_000)) == 1800
+
+
+def test_a_long_backlog_whose_records_landed_before_the_crash_is_not_written_twice(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Killed after the writer stored the batches but before their journal entries were retired.
+    from mnemic.core.write_journal import WriteJournal
+
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        monkeypatch.setattr(WriteJournal, "done", lambda *args, **kwargs: None)
+        acknowledged = memory.remember_many(
+            [f"Call {c} statement {j}: parcel {c}-{j} left depot {j}." for c in range(150) for j in range(10)],
+            user_id="u")
+        memory.drain_writes()
+    monkeypatch.undo()
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        records = memory.list(user_id="u", limit=100_000)
+        assert sorted(r.id for r in records) == sorted(acknowledged)
+        assert all(len(memory.history(r.id)) == 1 for r in records[:20])

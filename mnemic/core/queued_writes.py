@@ -15,7 +15,7 @@ from .record_writer import RecordWriter
 from .records import MemoryRecord
 from .write_journal import Journaled, WriteJournal
 from .write_pipeline import WritePipeline, describe_queued
-from .writer import BackgroundWriter, PartialBatchFailure
+from .writer import MAX_BATCH_ITEMS, BackgroundWriter, PartialBatchFailure
 
 log = logging.getLogger("mnemic")
 
@@ -59,16 +59,21 @@ class QueuedWrites:
         log.warning("storing %d statement(s) remember_many() accepted before the last process stopped", len(pending))
         for user_id in dict.fromkeys(j.record.user_id for j in pending):
             mine = [j for j in pending if j.record.user_id == user_id]
-            holders = self._records.holders(user_id, [j.record.id for j in mine])
-            # A statement whose record landed before the crash is not written again.
-            todo = [j for j in mine if holders.get(j.record.id) is None
-                    or holders[j.record.id].hash != j.record.hash]
-            kept: set[int] = set()
-            for actor in dict.fromkeys(j.actor for j in todo):
-                batch = [j for j in todo if j.actor == actor]
-                try:
-                    self._pipeline.persist_new([j.record for j in batch], actor=actor)
-                except Exception as exc:  # kept for the next open rather than lost
-                    log.error("could not store queued statements of a user on open: %s", exc)
-                    kept.update(j.seq for j in batch)
-            self._journal.done([j.seq for j in mine if j.seq not in kept])
+            # In batches the size the writer uses, each retired once stored: a replay cut short
+            # by another crash resumes where it stopped.
+            for start in range(0, len(mine), MAX_BATCH_ITEMS):
+                self._replay_batch(user_id, mine[start:start + MAX_BATCH_ITEMS])
+
+    def _replay_batch(self, user_id: str, batch: list[Journaled]) -> None:
+        holders = self._records.holders(user_id, [j.record.id for j in batch])
+        # A statement whose record landed before the crash is not written again.
+        todo = [j for j in batch if holders.get(j.record.id) is None or holders[j.record.id].hash != j.record.hash]
+        kept: set[int] = set()
+        for actor in dict.fromkeys(j.actor for j in todo):
+            theirs = [j for j in todo if j.actor == actor]
+            try:
+                self._pipeline.persist_new([j.record for j in theirs], actor=actor)
+            except Exception as exc:  # kept for the next open rather than lost
+                log.error("could not store queued statements of a user on open: %s", exc)
+                kept.update(j.seq for j in theirs)
+        self._journal.done([j.seq for j in batch if j.seq not in kept])

@@ -36,6 +36,8 @@ log = logging.getLogger("mnemic.store")
 _PLACEHOLDER_VECTOR = [1.0]
 _NAME_SAFE = re.compile(r"[^a-zA-Z0-9_-]+")
 MEMORY_COLLECTION_INFIX = "-m-"
+# Result rows one query may ask of Chroma (see query_many): well under SQLite's variable limit.
+MAX_RESULT_ROWS_PER_QUERY = 16_000
 # Chroma keeps every write in its sqlite log until the collection's HNSW index is saved, which by
 # default happens every 1,000 writes; a user collection rarely reaches that, so the log held nearly
 # every record ever written, and each write grew slower with the whole database (a single upsert:
@@ -343,13 +345,20 @@ class ChromaStore:
             return [[] for _ in vectors]
         # No count() first: Chroma answers a request for more results than it holds with what it
         # has, and the extra round trip cost recall ~4 ms.
-        result = collection.query(
-            query_embeddings=list(vectors),
-            n_results=n_results,
-            where=dict(where) if where else None,
-            include=["documents", "metadatas", "distances"],
-        )
-        return [_rows(result, query=i) for i in range(len(vectors))]
+        # Chroma reads every result row of one query in one SQL statement, one variable per row:
+        # past SQLite's 32,766 variables the whole query fails, so large batches go in groups.
+        per_query = max(1, MAX_RESULT_ROWS_PER_QUERY // max(1, n_results))
+        rows: list[list[StoredRow]] = []
+        for start in range(0, len(vectors), per_query):
+            group = list(vectors[start:start + per_query])
+            result = collection.query(
+                query_embeddings=group,
+                n_results=n_results,
+                where=dict(where) if where else None,
+                include=["documents", "metadatas", "distances"],
+            )
+            rows.extend(_rows(result, query=i) for i in range(len(group)))
+        return rows
 
     def get_in(self, collection_name: str, record_id: str) -> StoredRow | None:
         """A record from a named collection of this namespace (the lexical index knows which)."""
