@@ -3,7 +3,10 @@ field name says, identifiers, placeholders, and which kind names a merged hit.""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
+from secret_corpus import iban
 
 from mnemic.core.safety import find_secrets, secret_fields
 from mnemic.core.safety.names import Strength, name_strength
@@ -91,3 +94,15 @@ def test_store_values_under_id_keys_may_look_random() -> None:
     assert secret_fields({"data": {"id": "Q9x2LmP4vTz8KwR1bN7cAb", "orderRef": "Zx81kQ9vLm27Tq4WaB3c"}}) == {}
     assert secret_fields({"data": {"note": "Q9x2LmP4vTz8KwR1bN7cAb"}}) == {"data": ["high_entropy_token"]}
     assert secret_fields({"data": {"session_token": "Q9x2LmP4vTz8KwR1bN7cAb"}})
+
+
+def test_hex_digests_in_prose_are_not_ibans_but_ibans_still_are() -> None:
+    # Review ids of the LangGraph feedback step ("r" + a hex digest) once read as IBANs about
+    # one time in 500, so a reviewer's rejection could not withdraw its lesson.
+    for seen in ("rf04dbc387f32e1193f4fe62c", "rd66a5804e9485d696afce5be", "rd173b2b2e94f9445175a99ac"):
+        assert find_secrets(f"rejected by reviewer alice in thread t9 (review {seen}), on an output") == []
+    digests = ["r" + hashlib.sha256(str(i).encode()).hexdigest()[:24] for i in range(3000)]
+    assert [d for d in digests if find_secrets(f"review {d} done")] == []
+    assert [h.kind for h in find_secrets(f"wire it to {iban('DE', '370400440532013000').lower()}")] == ["iban"]
+    # A country outside the registry this detector knows still counts when written as IBANs are.
+    assert [h.kind for h in find_secrets(f"pay into {iban('LC', 'HEMM000100010012001200023015')}")] == ["iban"]

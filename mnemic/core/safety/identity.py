@@ -79,6 +79,10 @@ def _iban_hits(text: str) -> Iterable[SecretHit]:
                 break
             pos += 1
         country = "".join(chars[:2])
+        if country not in IBAN_LENGTHS and not text[start:start + 2].isupper():
+            # A code outside the registry counts only as written in capitals: in lower case, such
+            # a start is a hex digest or an id ("rf04dbc3…" passes mod-97 for one length in ~50).
+            continue
         lengths = [IBAN_LENGTHS[country]] if country in IBAN_LENGTHS else list(range(15, 35))
         for length in lengths:
             if length <= len(chars) and iban_valid("".join(chars[:length])):
