@@ -218,3 +218,13 @@ def test_lessons_and_flows_import_without_any_agent_framework() -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("ok")
+
+
+def test_a_rejection_quoting_a_secret_still_withdraws_the_lesson(lessons: LessonStore) -> None:
+    place = LessonPlace("writer", "draft")
+    (lesson,) = lessons.learn(["Quote prices in euros."], user_id="alice", place=place, reviewer="rita")
+    reason = "rejected by reviewer rita: never print the account, our password is Tr0ub4dor&3-horse"
+    (withdrawn,) = lessons.withdraw([lesson.id], user_id="alice", place=place, reason=reason, actor="reviewer:rita")
+    assert withdrawn.state == "invalid"
+    assert "Tr0ub4dor" not in (withdrawn.invalid_reason or "")
+    assert "rejected by reviewer rita" in (withdrawn.invalid_reason or "")

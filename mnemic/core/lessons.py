@@ -332,8 +332,10 @@ class LessonStore:
     def withdraw(self, lesson_ids: Iterable[str], *, user_id: str, place: LessonPlace, reason: str,
                  actor: str) -> builtins.list[Lesson]:
         """Withdraw the given lessons of `user_id` learned at `place` (others are left alone)
-        and return those withdrawn now."""
+        and return those withdrawn now. The reason quotes a reviewer, so a secret in it is
+        redacted (as in a lesson's provenance) rather than refusing the withdrawal."""
         owner = check_user_id(user_id)
+        reason, _ = redact(reason)
         withdrawn = []
         for lesson_id in dict.fromkeys(lesson_ids):
             try:
