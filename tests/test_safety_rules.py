@@ -44,12 +44,13 @@ def test_a_field_name_says_whether_its_value_is_a_credential(name: str, strength
 
 @pytest.mark.parametrize("value", ["<your-api-key>", "${API_KEY}", "sk-...", "xxxxxxxx", "changeme",
                                    "your-key-here", "{{ vault_password }}", "os.environ['KEY']",
-                                   "sk_test_xxxxxxxxxxxxxxxxxxxxxxxx", "AKIAIOSFODNN7EXAMPLE"])
+                                   "sk_test_xxxxxxxxxxxxxxxxxxxxxxxx", "your_example_api_key_here"])
 def test_placeholders_are_not_values(value: str) -> None:
     assert is_placeholder(value)
 
 
-@pytest.mark.parametrize("value", ["hunter2", "Tr0ub4dor&3", "example123", "mysecretpassword", "1234"])
+@pytest.mark.parametrize("value", ["hunter2", "Tr0ub4dor&3", "example123", "mysecretpassword", "1234",
+                                   "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"])
 def test_real_values_are_not_placeholders(value: str) -> None:
     assert not is_placeholder(value)
 
@@ -106,3 +107,40 @@ def test_hex_digests_in_prose_are_not_ibans_but_ibans_still_are() -> None:
     assert [h.kind for h in find_secrets(f"wire it to {iban('DE', '370400440532013000').lower()}")] == ["iban"]
     # A country outside the registry this detector knows still counts when written as IBANs are.
     assert [h.kind for h in find_secrets(f"pay into {iban('LC', 'HEMM000100010012001200023015')}")] == ["iban"]
+
+
+@pytest.mark.parametrize("text", [
+    "My Netflix login is jane.doe@gmail.com / Sunflower#2024",
+    "Spotify: mike88 / BassDrop!99",
+    "log in with alice@corp.com and Spring#2025",
+    "use passphrase 'correct horse battery staple' for the vault",
+    "The password we agreed on is 'bananas-in-pajamas'",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "our key is AKIAIOSFODNN7EXAMPLE",
+])
+def test_credentials_given_as_a_pair_in_quotes_or_as_the_documentation_keys_are_refused(text: str) -> None:
+    assert find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "We compared TCP / IP with QUIC.",
+    "Targets for Q3 / FY24-Q1 are set.",
+    "Write to alice@corp.com and Room-42 will be booked.",
+    "The password field says 'Enter your password'.",
+    "The password error is 'required'.",
+    "Use the placeholder your_example_api_key_here in the docs.",
+    "The passphrase should be 'long and memorable', say the docs.",
+])
+def test_pairs_quotes_and_examples_that_hold_no_credential_are_stored(text: str) -> None:
+    assert not find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", ["The account number ends in 4242.", "The last four digits of my SSN are 1120.",
+                                  "Her card ending with 4242 was declined."])
+def test_the_last_digits_of_an_account_or_id_are_not_the_number(text: str) -> None:
+    assert not find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", ["my account number is 12345678", "passport number X1234567"])
+def test_a_whole_account_or_id_number_is_still_refused(text: str) -> None:
+    assert find_secrets(text), text

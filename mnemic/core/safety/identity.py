@@ -35,6 +35,7 @@ _ID_CONTEXT = re.compile(
     r"[^\n\d]{0,24}?(?<![A-Za-z0-9])"
     r"(?P<value>[A-Z0-9][A-Z0-9.\-/]*\d[A-Z0-9.\-/]*(?:[ ][A-Z0-9.\-/]*\d[A-Z0-9.\-/]*){0,4})"
 )
+_PARTIAL = re.compile(r"(?i)\b(?:end(?:s|ed|ing)?\s+(?:in|with)|last\s+(?:four|4|few|two|2|three|3)\b)")
 _ID_TRIGGERS = (
     "ssn", "social", "sin", "national", "ni number", "nino", "passport", "licen", "tax", "tin", "ein",
     "aadha", "pan", "nhs", "medicare", "insurance", "personnummer", "bsn", "dni", "nie", "nif", "codice",
@@ -110,6 +111,8 @@ def find(text: str, lowered: str, digits: int) -> Iterator[SecretHit]:
     if digits >= 4 and any(trigger in lowered for trigger in _ID_TRIGGERS):
         for match in _ID_CONTEXT.finditer(text):
             value = match.group("value").rstrip(" .-/")
+            if _PARTIAL.search(text, max(0, match.start() - 30), match.start("value")):
+                continue  # "the account number ends in 4242": the last digits name it, they give nothing away
             if sum(ch.isdigit() for ch in value) >= 4:
                 start = match.start("value")
                 yield SecretHit("national_id", start, start + len(value))

@@ -83,11 +83,22 @@ _NAMED_TOKEN = re.compile(
     r"(?:\s*(?:is|was|are|=|:|：|->|→|'s|’s|-)\s*(?:now\s+|still\s+)?|\s+(?=\S{16}))"
     r"[\"'`“]?(?P<value>[A-Za-z0-9_\-./+=~:%@!#$*&^;]{8,})"
 )
-# "Login for staging: admin / S3cure!Pass", "creds: svc-report, Xk9!..."
+# "Login for staging: admin / S3cure!Pass", "creds: svc-report, Xk9!...", "my login is jo@x.com / Pw#1"
 _LOGIN_PAIR = re.compile(
-    r"(?i)\b(?:login|log-in|sign[\s\-]?in|credentials?|creds|account)\b[^.\n]{0,40}?[:=]\s*"
+    r"(?i)\b(?:login|log-in|sign[\s\-]?in|credentials?|creds|account)\b[^.\n]{0,40}?"
+    r"(?:[:=]|\s(?:is|are|was)(?![A-Za-z]))\s*"
     r"(?P<user>[\w.@+\-]{2,60})\s*(?:/|\||,|:)\s*(?P<value>[^\s,;\"'{}]{4,})"
 )
+# A user and a password with no keyword at all: "Spotify: mike88 / BassDrop!99", "log in with
+# jo@corp.com and Spring#2025". Only a value with upper and lower case, a digit and a symbol a
+# password uses counts, after a slash or bar, or after an email address: "TCP / IP", "Q3 / FY24-Q1"
+# and "alice@corp.com and Room-42" are not credentials.
+_USER_PASSWORD = re.compile(
+    r"(?<![\w.@+\-/:])(?:(?P<email>[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)|[A-Za-z][\w.\-]{1,40})"
+    r"(?:\s*[/|]\s*|(?(email)\s*,\s*|(?!))|(?(email)\s+(?:and|with|pw|password)\s+|(?!)))"
+    r"(?P<value>[^\s,;\"'{}()]{6,64})"
+)
+_PASSWORD_SYMBOLS = frozenset("!@#$%^&*?~+=_")
 # "the server room door opens with 9021"
 _OPENS_WITH = re.compile(
     r"(?i)\b(?:door|gate|lock|safe|locker|padlock|garage|lockbox|keypad|alarm)\b[^.\n]{0,40}?"
@@ -211,15 +222,36 @@ _CLAUSE_KEYWORD = re.compile(
 _SENTENCE_END = re.compile(r"[.!?\n](?:\s|$)")
 
 
+# A quoted value right after the keyword or after the clause's verb: "use passphrase 'a b c d'",
+# "the password we agreed on is 'bananas-in-pajamas'".
+_QUOTED_LATER = re.compile(r"""^(?:\s*|[^.!?\n"'“‘]{0,60}?(?<![A-Za-z])(?:is|was|=|:)\s*)(?=["'“‘])""", re.I)
+
+
 def _sentence_hits(text: str) -> Iterator[SecretHit]:
     for match in _CLAUSE_KEYWORD.finditer(text):
         end_match = _SENTENCE_END.search(text, match.end())
         stop = end_match.start() if end_match else len(text)
+        quoted = _QUOTED_LATER.match(text[match.end():stop])
+        if quoted is not None:
+            read = _value_at(text, match.end() + quoted.end())
+            if read is not None and _quoted_credential(read[0], "phrase" in match.group().lower()):
+                yield SecretHit("password", read[1], read[2])
         for word in re.finditer(r"\S+", text[match.end():stop]):
             value = word.group().strip(_TRAILING + "\"'“‘«„(")
             if len(value) >= 6 and _chosen(value) and _strong_password(value) and not is_placeholder(value):
                 start = match.end() + word.start() + word.group().find(value)
                 yield SecretHit("password", start, start + len(value))
+
+
+def _quoted_credential(value: str, phrase: bool) -> bool:
+    """A quoted password is one word that looks chosen; a quoted passphrase may be several plain
+    words. "the password field says 'Enter your password'" quotes a label, not a value."""
+    if is_placeholder(value) or describes_rather_than_gives(value, ""):
+        return False
+    words = value.split()
+    if phrase and 3 <= len(words) <= 12:
+        return value.lower().split()[0] not in _PASSPHRASE_STOP
+    return len(words) == 1 and len(value) >= 4 and looks_like_password(value)
 
 
 def _strong_password(value: str) -> bool:
@@ -275,6 +307,22 @@ def _pair_hits(text: str) -> Iterator[SecretHit]:
         yield SecretHit("password", match.start("value"), match.end("value"))
 
 
+def _user_password_hits(text: str) -> Iterator[SecretHit]:
+    for match in _USER_PASSWORD.finditer(text):
+        value = match.group("value").rstrip(".,;:!?)]}")
+        word_start = max(text.rfind(" ", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
+        if "://" in text[word_start:match.end()] or text.startswith("www.", word_start):
+            continue  # a URL's path ("youtube.com/watch?v=dQw4w9WgXcQ") is no user and password
+        if _typed_password(value) and not is_placeholder(value):
+            yield SecretHit("password", match.start("value"), match.start("value") + len(value))
+
+
+def _typed_password(value: str) -> bool:
+    """All four kinds of character a password policy asks for: upper, lower, digit, symbol."""
+    return (any(ch.isupper() for ch in value) and any(ch.islower() for ch in value)
+            and any(ch.isdigit() for ch in value) and any(ch in _PASSWORD_SYMBOLS for ch in value))
+
+
 def _named_token_hits(text: str) -> Iterator[SecretHit]:
     for match in _NAMED_TOKEN.finditer(text):
         value = match.group("value").rstrip(_TRAILING)
@@ -306,6 +354,8 @@ def find(text: str, lowered: str) -> Iterator[SecretHit]:
         yield from _phrase_hits(text)
     if any(cue in lowered for cue in PAIR_CUES):
         yield from _pair_hits(text)
+    if "/" in text or "|" in text or "@" in text:
+        yield from _user_password_hits(text)
     if password:
         yield from _sentence_hits(text)
     if any(cue in lowered for cue in TOKEN_CUES):

@@ -68,6 +68,10 @@ _PREPOSITION_AFTER = re.compile(r"^\s*(?:in|on|at|by|to|with|under|inside|into|b
                                 re.IGNORECASE)
 
 
+# "example" as a word of its own in a value, not glued to letters or digits of a key.
+_EXAMPLE_WORD = re.compile(r"(?i)(?<![A-Za-z0-9])example")
+
+
 def is_placeholder(value: str) -> bool:
     """A template or documentation stand-in rather than a credential."""
     bare = value.strip("\"'`“”‘’«»„")
@@ -76,9 +80,12 @@ def is_placeholder(value: str) -> bool:
     lower = bare.lower()
     if lower in PLACEHOLDER_WORDS or "redacted" in lower:
         return True
-    if "example" in lower and (len(lower) >= 16 or (lower.strip("_-.").startswith("example") and
-                                                     not any(ch.isdigit() for ch in lower))):
-        return True  # AKIAIOSFODNN7EXAMPLE, example_password; "example123" is a chosen password
+    if _EXAMPLE_WORD.search(bare) and (len(lower) >= 16 or (lower.strip("_-.").startswith("example") and
+                                                         not any(ch.isdigit() for ch in lower))):
+        # "your_example_token_here", "example_password"; "example123" is a chosen password. The
+        # AWS documentation keys (AKIAIOSFODNN7EXAMPLE) glue the word to a real key's shape: people
+        # paste them as if real and a corpus of secrets uses them, so they are refused like keys.
+        return True
     if lower.endswith(("...", "…")) and len(bare.rstrip(".…")) <= 12:
         return True  # "sk-...", "ghp_…": a prefix shown to say which kind, not the key
     if _TEMPLATE.match(bare) or _FILLER.match(bare) or _REFERENCE.match(bare):
