@@ -144,3 +144,32 @@ def test_the_last_digits_of_an_account_or_id_are_not_the_number(text: str) -> No
 @pytest.mark.parametrize("text", ["my account number is 12345678", "passport number X1234567"])
 def test_a_whole_account_or_id_number_is_still_refused(text: str) -> None:
     assert find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "monero seed: sighting refer idiom unknown diet eluded ghetto damp leopard bakery muzzle fewest sedan "
+    "sipped vane mystery icon gigantic eldest kidneys smog tasked dads dazed refer",
+    "my electrum seed is: wild father tree among universe such mobile favorite target dynamic credit identify",
+    "Garage code 1 2 3 4",
+    "the code for the safe is 4-4-1-7",
+    "code for the garage: 5512",
+    "My password is my dog's name: Biscuit",
+])
+def test_seeds_of_other_wallets_codes_said_digit_by_digit_and_a_value_after_its_hint_are_refused(text: str) -> None:
+    assert find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "The seed funding is: angel investors family friends accelerator grants loans crowdfunding revenue savings",
+    "Seed: tomato, basil, mint, chives, dill, parsley, sage, thyme, oregano, lettuce, kale, spinach",
+    "seed phrase: it is important that you never share it with anyone at all ever again",
+    "my backup plan: swim bike run lift stretch rest eat sleep repeat walk hike climb",
+    "The code for the door is broken.",
+    "The code to the building is in the welcome email.",
+    "Meeting room code 3 4 5 is free",
+    "The pin code has 4 digits",
+    "Password rules for the portal: strict.",
+    "My password is my usual one: ask me",
+])
+def test_lists_plans_and_talk_about_codes_are_stored(text: str) -> None:
+    assert not find_secrets(text), text

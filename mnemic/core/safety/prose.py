@@ -29,7 +29,10 @@ _STRONG = (
     r"(?:door|gate|alarm|garage|lock|safe|entry|access|building|keypad|security|verification|confirmation|"
     r"one[\s\-]?time|2fa|mfa|otp|sms|login|unlock|backup|recovery|vault|locker|padlock|house|front\s+door|"
     r"lockbox|key\s?box|apartment|suite|elevator)(?:\s+[a-z]+)?\s+(?:code|pin|combination|combo)s?|"
-    r"otp|totp|cvv2?|cvc2?|csc|security\s+answer|secret\s+(?:answer|word|phrase)|safe\s?word|unlock\s+pattern"
+    r"otp|totp|cvv2?|cvc2?|csc|security\s+answer|secret\s+(?:answer|word|phrase)|safe\s?word|unlock\s+pattern|"
+    r"(?:code|pin|combination|combo)\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+|his\s+|her\s+|their\s+)?"
+    r"(?:front\s+|back\s+|side\s+|main\s+)?(?:door|gate|lockbox|safe|alarm|garage|building|house|apartment|flat|"
+    r"locker|padlock|lock|keypad|office|shed|storage\s+unit|key\s?box|vault)"
 )
 # Keywords that name many things: their value must look like a credential.
 _WEAK = r"pass|key|combination|combo"
@@ -50,7 +53,11 @@ _STATED = re.compile(
 )
 # Said without a verb: "door code 2580#", "cvv 482", "machine x login y password z".
 _BARE = re.compile(rf"(?i)(?<![A-Za-z0-9_\-])(?P<kw>{_STRONG}|pass)[ \t]+(?=\S)")
-_NUMERIC_KEYWORD = re.compile(r"(?i)^(?:pin|cvv|cvc|csc|otp|totp)|(?:code|pin|combination|combo)$")
+_NUMERIC_KEYWORD = re.compile(
+    r"(?i)^(?:pin|cvv|cvc|csc|otp|totp|code|combination|combo)|(?:code|pin|combination|combo)$"
+)
+# A code said digit by digit: "1 2 3 4", "8-2-4-1", "4.4.1.7".
+_SPACED_DIGITS = re.compile(r"\d(?:[ \-.]\d){2,11}#?(?![\w\-.]?\d)")
 _NOT_SECRET_BEFORE = re.compile(
     r"(?i)\b(?:primary|foreign|sort|partition|public|publishable|music|piano|answer|map|legend|hot|short|"
     r"mountain|bus|boarding|season|ski|day|press|backstage|hall|free|guest|visitor|transit|rail|park)\s+$"
@@ -175,7 +182,7 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
             chosen = looks_like_token(value) if keyword == "key" else looks_like_password(value)
             if not chosen:
                 continue
-        numeric_kind = keyword.startswith("pin") or keyword.endswith(("code", "combination", "combo"))
+        numeric_kind = _NUMERIC_KEYWORD.search(keyword) is not None
         if numeric_kind and not any(ch.isdigit() for ch in value):
             continue  # PINs and door codes hold digits: "the pin is located ..." is prose
         yield SecretHit("password", start, end)
@@ -192,6 +199,10 @@ def _bare_hits(text: str) -> Iterator[SecretHit]:
         if _NOT_SECRET_BEFORE.search(text, max(0, match.start() - 20), match.start()):
             continue
         if _NUMERIC_KEYWORD.search(keyword):
+            spaced = _SPACED_DIGITS.match(text, start)
+            if spaced is not None and not _UNIT_FOLLOWS.match(text, spaced.end()):
+                yield SecretHit("password", start, spaced.end())
+                continue
             digits = sum(ch.isdigit() for ch in value)
             if 3 <= digits <= 12 and digits >= len(value) - 2 and not _UNIT_FOLLOWS.match(text, end):
                 yield SecretHit("password", start, end)
@@ -227,10 +238,22 @@ _SENTENCE_END = re.compile(r"[.!?\n](?:\s|$)")
 _QUOTED_LATER = re.compile(r"""^(?:\s*|[^.!?\n"'“‘]{0,60}?(?<![A-Za-z])(?:is|was|=|:)\s*)(?=["'“‘])""", re.I)
 
 
+# "... is my dog's name: Biscuit": the value named by what it is, then given.
+_HINT_THEN_VALUE = re.compile(r"(?i)^\s*(?:is|was|'s|’s)\s+(?:my|our|his|her|their|the)\s+[^:：.!?\n]{1,40}$")
+# The sentence's last word after a colon, when it is the only word there.
+_COLON_LAST_WORD = re.compile(r"""[:：]\s*["'“‘]?(?P<value>[^\s"'”’:：]{3,40}?)["'”’]?[.!]?\s*$""")
+
+
 def _sentence_hits(text: str) -> Iterator[SecretHit]:
     for match in _CLAUSE_KEYWORD.finditer(text):
         end_match = _SENTENCE_END.search(text, match.end())
         stop = end_match.start() if end_match else len(text)
+        last = _COLON_LAST_WORD.search(text, match.end(), stop)
+        if last is not None and _HINT_THEN_VALUE.match(text[match.end():last.start()]):
+            value = last.group("value")
+            if not describes_rather_than_gives(value, "") and not is_placeholder(value):
+                # "my password is my dog's name: Biscuit" gives the value after the hint.
+                yield SecretHit("password", last.start("value"), last.end("value"))
         quoted = _QUOTED_LATER.match(text[match.end():stop])
         if quoted is not None:
             read = _value_at(text, match.end() + quoted.end())

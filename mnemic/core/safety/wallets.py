@@ -28,6 +28,16 @@ _SEED_CONTEXT = re.compile(
     r"(?:\s+(?:phrase|words?|sentence|mnemonic|key))?|mnemonic|seed)\b[^.\n]{0,24}?"
     r"(?:\bis\b|\bare\b|\bwas\b|:|=|-)\s*"
 )
+# Named as a seed itself ("monero seed:", "my mnemonic is"), not a "seed round" or a "backup plan".
+_SEED_NAME = re.compile(
+    r"(?i)\b(?:seed(?:\s+(?:phrase|words?))?|mnemonic(?:\s+(?:phrase|words?))?|recovery\s+(?:phrase|words?|seed)|"
+    r"wallet\s+(?:seed|words))\s*(?:\bis\b|\bare\b|\bwas\b|:|=|-)"
+)
+_SENTENCE_WORDS = frozenset(
+    """a an the is are was were be been to of in on at and or but it its you your my me i we our they
+    that this these those with for from never not no do does don't keep safe write written paper
+    share anyone somewhere should must will can has have""".split()
+)
 _PUNCTUATION_TO_SPACE = str.maketrans({ch: " " for ch in ",.;:!?()[]{}\"'`|/#-0123456789"})
 _SEED_CUES = ("seed", "recovery", "mnemonic", "backup", "wallet", "restore", "metamask", "ledger", "trezor", "phrase")
 _HEX_KEY = re.compile(r"(?<![A-Za-z0-9])(?:0x)?[0-9a-fA-F]{64}(?![A-Za-z0-9])")
@@ -116,6 +126,11 @@ def _named_seed(text: str, lowered: str) -> Iterator[SecretHit]:
         found = _WORD.findall(clause)
         if len(found) >= 6 and sum(w in words for w in found) >= 0.75 * len(found):
             yield SecretHit("seed_phrase", match.end(), match.end() + len(clause))
+        elif (MIN_SEED_WORDS <= len(found) <= 30 and "," not in clause and _SEED_NAME.search(match.group())
+              and sum(w in _SENTENCE_WORDS for w in found) <= 1):
+            # Monero's and Electrum's wordlists are not BIP-39's: twelve or more words said to be
+            # a seed that do not read as a sentence (no "the", "is", "you", ...) are one.
+            yield SecretHit("seed_phrase", match.end(), match.end() + len(clause))
 
 
 def find(text: str, lowered: str, longest_word: int) -> Iterator[SecretHit]:
@@ -126,7 +141,7 @@ def find(text: str, lowered: str, longest_word: int) -> Iterator[SecretHit]:
         present = sum(map(words.__contains__, lowered.translate(_PUNCTUATION_TO_SPACE).split()))
         if present >= MIN_SEED_WORDS:
             yield from _seed_runs(text, lowered)
-        if present >= 5 and cue:
+        if cue:
             yield from _named_seed(text, lowered)
     if longest_word >= 51:
         for match in _HEX_KEY.finditer(text):
