@@ -173,3 +173,35 @@ def test_a_task_must_be_text(auto: Memory) -> None:
         auto.observe(TASK_TURN, user_id="acme", task=42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="llm must be"):
         auto.observe(TASK_TURN, user_id="acme", task=RECORD, agent_llm=object())
+
+
+def test_headings_and_a_letters_frame_are_not_facts_but_its_body_is() -> None:
+    found = texts("## Account summary\n- Acme's main warehouse is located in Rotterdam.", task="Summarise the account.")
+    assert found == ["Acme's main warehouse is located in Rotterdam."]
+    letter = texts("Subject: Follow-up\n\nHi Tom,\n\nWe agreed to deliver the prototype by March 3.\n\n"
+                   "Best regards,\nAnna", task="Draft an email to the client.")
+    assert letter == ["We agreed to deliver the prototype by March 3."]
+
+
+@pytest.mark.parametrize(("task", "result", "fact"), [
+    ("What is the customer's preferred database?", "PostgreSQL", "The customer's preferred database is PostgreSQL."),
+    ("Answer from the notes. Who is the account manager for Acme?", "**Jane Smith**",
+     "The account manager for Acme is Jane Smith."),
+    ("Where is the customer's warehouse?", "Rotterdam.", "The customer's warehouse is in Rotterdam."),
+    ("Where is the customer's warehouse?", "in the port of Rotterdam",
+     "The customer's warehouse is in the port of Rotterdam."),
+])
+def test_a_short_answer_to_a_plain_question_is_kept_as_the_statement_it_makes(task: str, result: str,
+                                                                              fact: str) -> None:
+    assert texts(result, task=task) == [fact]
+
+
+@pytest.mark.parametrize(("task", "result", "expected"), [
+    ("What is the customer's preferred database?", "Unknown", []),
+    ("Who is the CEO? Who is the CTO?", "Ann", []),  # which question "Ann" answers is not known
+    ("What is the customer's preferred database?", "The customer prefers PostgreSQL for analytics.",
+     ["The customer prefers PostgreSQL for analytics."]),
+])
+def test_an_unknown_an_ambiguous_or_a_whole_sentence_answer_is_not_rewritten(task: str, result: str,
+                                                                            expected: list[str]) -> None:
+    assert texts(result, task=task) == expected

@@ -9,7 +9,11 @@ declarative sentence is kept as a fact with `author="agent"`, and what is not a 
 - questions, commands and advice to the reader ("Record the details…", "Make sure…");
 - the agent narrating its own work ("I have recorded the details.", "Here is the summary:");
 - statements that something is unknown or was not given ("The ship date is not specified.");
-- headings, labels without a value, code, and sentences that only restate the task.
+- headings, labels without a value, a drafted letter's frame ("Hi Tom,", "Best regards,"), code,
+  and sentences that only restate the task.
+
+A task that asks one plain question ("Who is the account manager?") answered in a few words
+("Jane Smith") keeps the statement the pair makes: "The account manager is Jane Smith."
 
 Markdown (bullets, emphasis, headings) is read as text; a result that is one JSON object gives one
 "key: value" fact per scalar field. A second-person sentence ("You prefer PostgreSQL.") is about
@@ -80,6 +84,20 @@ _UNKNOWN = re.compile(
     re.I,
 )
 _SECOND_PERSON = re.compile(r"^(?:you|your)\b", re.I)
+# A drafted letter's frame: "Hi Tom,", "Best regards,", "Subject: Follow-up".
+_SALUTATION = re.compile(
+    r"^\s*(?:(?:hi|hello|hey|dear|greetings|good (?:morning|afternoon|evening))(?:\s+[\w.'-]+){0,3}\s*[,!:]?|"
+    r"(?:best|kind|warm)?\s*(?:regards|wishes|best|cheers|sincerely|thanks|thank you)(?:\s+\w+)?\s*,?)\s*$",
+    re.I,
+)
+_EMAIL_HEADER = re.compile(r"^\s*(?:subject|re|to|cc|bcc|from)\s*:", re.I)
+# A task that asks one plain question: "What is the customer's preferred database?"
+_COPULAR_QUESTION = re.compile(
+    r"(?:^|(?<=[.:!?]\s))(?P<wh>what|who|which|where)\s+(?P<verb>is|are|was|were)\s+(?P<subject>[^?.!]{3,120}?)\s*\?",
+    re.I,
+)
+_SHORT_ANSWER = re.compile(r"^[^\n.!?;:]{1,80}[.!]?$")
+_PREPOSITION_LEAD = re.compile(r"^(?:in|at|on|near|inside|outside|by|from|to)\b", re.I)
 
 
 def result_sentences(text: str) -> list[str]:
@@ -91,11 +109,13 @@ def result_sentences(text: str) -> list[str]:
     raw = _CODE_FENCE.sub("\n", text).splitlines()
     lines = []
     for index, line in enumerate(raw):
-        if _TABLE_RULE.match(line) or _REASONING_LINE.match(line):
+        if _TABLE_RULE.match(line) or _REASONING_LINE.match(line) or _HEADING.match(line):
+            continue  # a heading names a section ("## Account summary"); it states nothing
+        if _SALUTATION.match(line) or _EMAIL_HEADER.match(line):
             continue
         if index + 1 < len(raw) and _TABLE_RULE.match(raw[index + 1]):
             continue  # a table's header row names columns; it states nothing
-        line = _MARKUP.sub("", _HEADING.sub("", line))
+        line = _MARKUP.sub("", line)
         if line.strip().startswith("|"):
             cells = [c.strip() for c in line.strip().strip("|").split("|") if c.strip()]
             line = ": ".join(cells) if len(cells) == 2 else ""
@@ -165,10 +185,35 @@ _DONE_WORDS = content_words("done completed recorded noted saved captured docume
                             "summarized listed reviewed provided detail details information below above")
 
 
+def answered_question(task: str, result: str) -> ExtractedFact | None:
+    """A short answer to a task that asked one plain question, as the statement it makes:
+    "Who is the account manager?" answered "Jane Smith" is "The account manager is Jane Smith."
+    Alone, "Jane Smith" is no memory; a sentence the agent wrote is read by `result_fact` instead."""
+    questions = list(_COPULAR_QUESTION.finditer(task))
+    answer = _MARKUP.sub("", result).strip()
+    if len(questions) != 1 or not _SHORT_ANSWER.match(answer) or is_filler(answer) or _UNKNOWN.search(answer):
+        return None
+    answer = answer.rstrip(".!").strip()
+    question = questions[0]
+    subject = question.group("subject").strip()
+    if not answer or len(answer.split()) > 10 or is_question(answer) or content_words(answer) & content_words(subject):
+        return None  # an answer that names its subject again is a sentence of its own
+    if question.group("wh").lower() == "where" and not _PREPOSITION_LEAD.match(answer):
+        answer = "in " + answer
+    statement = finish_statement(f"{subject[0].upper()}{subject[1:]} {question.group('verb').lower()} {answer}")
+    return _agent(statement) if has_substance(statement) else None
+
+
 def task_extract(messages: Sequence[Message], *, task: str, topics: Sequence[str] = DEFAULT_TOPICS
                  ) -> list[ExtractedFact]:
     """Facts from a finished task without any model: the user's side by the conversation rules,
     the agent's result by `result_fact`; nothing from the task itself (see the module docstring)."""
+    final = next((m.content for m in reversed(messages) if m.role == "assistant"), "")
+    answered = answered_question(task, final)
+    if answered is not None and topic_allowed(answered, topics):
+        others = [m for m in messages if m.role != "assistant"]
+        from_user = collect(others, {"user": user_fact, "tool": tool_fact})
+        return [*(f for f in from_user if not restates(f.text, task) and topic_allowed(f, topics)), answered]
     results = [Message(role=m.role, content=piece) for m in messages if m.role == "assistant"
                for piece in result_sentences(m.content)]
     others = [m for m in messages if m.role != "assistant"]
@@ -179,4 +224,4 @@ def task_extract(messages: Sequence[Message], *, task: str, topics: Sequence[str
     return [f for f in facts if not restates(f.text, task) and topic_allowed(f, topics)]
 
 
-__all__ = ["MAX_RESULT_FACTS", "restates", "result_fact", "result_sentences", "task_extract"]
+__all__ = ["MAX_RESULT_FACTS", "answered_question", "restates", "result_fact", "result_sentences", "task_extract"]
