@@ -158,3 +158,14 @@ def test_an_oversized_query_gets_a_short_answer_and_no_traceback(
             answer = tool.run(query=huge)
             assert answer.startswith("The query is too long") and len(answer) < 200
     assert not [r for r in caplog.records if r.levelno >= 40 or r.exc_info]
+
+
+def test_a_rule_of_the_users_world_is_kept_and_a_question_said_as_a_statement_is_not(store: Memory) -> None:
+    store.set_policy(mode="explicit")
+    tool = Remember(memory=store, user_id="acme")
+    assert tool.run(fact="Never ship on Sundays.") == "Saved to memory: Standing rule: Never ship on Sundays."
+    assert tool.run(fact="Don't invoice in USD.") == "Saved to memory: Standing rule: Do not invoice in USD."
+    assert tool.run(fact="I wonder where the warehouse is.") == tool_logic.NOT_A_FACT["question"]
+    assert tool.run(fact="Record the customer's details.") == tool_logic.NOT_A_FACT["instruction"]
+    assert sorted(r.text for r in store.list(user_id="acme")) == [
+        "Standing rule: Do not invoice in USD.", "Standing rule: Never ship on Sundays."]

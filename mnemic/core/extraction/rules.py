@@ -50,6 +50,16 @@ _REMEMBER = re.compile(
     r"(?:\s+(?:that|this))?[,:]?\s+(?P<rest>.+)$",
     re.I,
 )
+# "I wonder where the warehouse is.": a question said as a statement.
+_INDIRECT_QUESTION = re.compile(
+    r"^(?:I|we)\s+(?:wonder|am wondering|are wondering|was wondering|were wondering|do not know|don't know|"
+    r"have no idea|am not sure|are not sure|'m not sure)\s+"
+    r"(?:where|what|when|who|whom|whose|which|why|how|if|whether)\b",
+    re.I,
+)
+_STANDING_RULE = re.compile(
+    r"^(?:please\s+)?(?P<rule>(?:always|never|do not|only)\s+[a-z]+\b.+?)[.!]?$", re.I,
+)
 _HEDGE = re.compile(
     r"^(?:I think|I guess|I believe|I feel like|I suppose|I would say|I mean|I reckon|I should mention|"
     r"I should say|I forgot to mention|I wanted to (?:say|mention|tell you)|I want to (?:say|mention)|"
@@ -233,11 +243,16 @@ def screen_statement(text: str) -> tuple[str | None, str | None]:
         text = remembered.group("rest")
         text = text[:1].upper() + text[1:]
     pieces = segment(text, clauses=False) or [text]
-    if any(is_question(piece) for piece in pieces):
+    if any(is_question(piece) or _INDIRECT_QUESTION.match(piece) for piece in pieces):
         return None, "question"
     wish = standing_instruction(text.strip()) if len(pieces) == 1 else None
     if wish is not None:
         return wish, None
+    rule = _STANDING_RULE.match(expand_contractions(text.strip())) if len(pieces) == 1 else None
+    if rule is not None:
+        # "Never ship on Sundays." asked to be remembered is a rule of the user's world, not a
+        # task for this turn: kept as one, where "Record the details." is refused.
+        return finish_statement(f"Standing rule: {rule.group('rule')}"), None
     if any(is_imperative(piece) or REQUEST_START.match(expand_contractions(piece)) for piece in pieces):
         return None, "instruction"
     return text.strip(), None
