@@ -154,6 +154,36 @@ def test_the_rules_stay_conservative(memory: Memory, old: str, new: str) -> None
     assert only(memory, old).state == "valid"
 
 
+@pytest.mark.parametrize(("old", "new"), [
+    ("The customer's warehouse is in Rotterdam.", "The customer's warehouse is in Antwerp now."),
+    ("The account manager is Jane Smith.", "The account manager is now Tom Baker."),
+    ("The warehouse is in Rotterdam.", "The warehouse moved to Antwerp."),
+    ("The budget is 1.2M EUR.", "The budget is now 1.5M EUR."),
+])
+def test_the_same_thing_said_to_have_a_new_value_retires_the_old_value(memory: Memory, old: str, new: str) -> None:
+    memory.remember(old, user_id="alice", author="agent")
+    memory.remember(new, user_id="alice", author="agent")
+    assert only(memory, old).state == "invalid"
+    assert "new value" in (only(memory, old).invalid_reason or "")
+    assert_never_served(memory, "alice", old.split()[1], old)
+    assert_served(memory, "alice", old.split()[1], new)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("The office is in Rotterdam.", "The office is now also in Antwerp."),  # a second office
+    ("Alice's manager is Bob.", "Carol's manager is now Dave."),  # another subject
+    ("The head of sales is Ann.", "The head of marketing is now Bob."),
+    ("The warehouse is in Rotterdam and they ship on Tuesdays.", "The warehouse is in Antwerp now."),
+    ("Acme ships on Tuesdays.", "Acme ships on Fridays now."),  # maybe on both days: only a model can tell
+    ("The budget is 1.2M EUR.", "The budget is 1.5M EUR."),  # no word of a change
+])
+def test_a_new_value_without_a_change_or_for_something_else_retires_nothing(memory: Memory, old: str,
+                                                                             new: str) -> None:
+    memory.remember(old, user_id="alice", author="agent")
+    memory.remember(new, user_id="alice", author="agent")
+    assert only(memory, old).state == "valid"
+
+
 def test_contradiction_through_observe(tmp_path: Path) -> None:
     with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto") as mem:
         mem.observe([{"role": "user", "content": "I have a boat."}], user_id="alice", session_id="s", turn=1)

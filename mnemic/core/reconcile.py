@@ -6,7 +6,8 @@ true fact from every later read:
 - exact duplicates (same normalised text) and near duplicates merge;
 - a new fact invalidates an old one only when it carries an explicit change or negation
   ("no longer", "not anymore", "sold", "does not") and is about the same thing (similar vectors
-  *and* the old fact's content words reappear in the new one);
+  *and* the old fact's content words reappear in the new one), or when it gives the same subject
+  a new value and says so ("The account manager is Jane Smith." → "... is now Tom Baker.");
 - anything else is inserted.
 
 Similarity thresholds depend on the embedder: MiniLM cosines and hashed-trigram cosines live on
@@ -76,6 +77,18 @@ _CHANGE = re.compile(
     re.I,
 )
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+# "X is Y" said again with a new value: "... is now Z", "... is Z now", "... moved to Z".
+_NEW_VALUE = re.compile(
+    r"\b(?:is now|are now|now is|now are|has changed to|have changed to|changed to|moved to|relocated to|"
+    r"switched to)\b|\bnow[.!]?\s*$",
+    re.I,
+)
+_ADDITIVE = re.compile(r"\b(?:also|too|as well|another|additional|second|both|in addition|besides|plus)\b", re.I)
+_COPULA = re.compile(r"\b(?:is|are|was|were)\b", re.I)
+_SUBJECT_END = re.compile(r"\b(?:is|are|was|were|has changed|have changed|changed|moved|relocated|switched)\b",
+                          re.I)
+_VALUE = re.compile(r"\b[A-Z][\w'-]*|\d+(?:[.,:]\d+)*\w*")
+_NOW = re.compile(r"\bnow\b", re.I)
 _WORDS = re.compile(r"[A-Za-z][\w'-]*")
 
 
@@ -126,8 +139,39 @@ def is_near_duplicate(new_text: str, old_text: str, cosine: float, th: Threshold
     return _jaccard(_content(new_text), _content(old_text)) >= 0.5
 
 
+def _values(predicate: str) -> frozenset[str]:
+    return frozenset(v.lower().removesuffix("'s") for v in _VALUE.findall(predicate))
+
+
+def replaced_value(new_text: str, old_text: str) -> bool:
+    """Whether `new_text` gives `old_text`'s subject a new value and says it changed: "The account
+    manager is Jane Smith." then "The account manager is now Tom Baker.", "The warehouse is in
+    Rotterdam." then "The warehouse moved to Antwerp.". The subjects must be the same words, the
+    old predicate nothing but its value (a name or a number), and the new one a different value;
+    "The office is now also in Antwerp" adds an office and retires nothing."""
+    if not _NEW_VALUE.search(new_text) or _ADDITIVE.search(new_text) or negated(new_text) or negated(old_text):
+        return False
+    old_split, new_split = _COPULA.search(old_text), _SUBJECT_END.search(new_text)
+    if old_split is None or new_split is None:
+        return False
+    old_subject = _content(old_text[:old_split.start()])
+    if not old_subject or old_subject != _content(_NOW.sub(" ", new_text[:new_split.start()])):
+        return False
+    old_predicate, new_predicate = old_text[old_split.end():], _NOW.sub(" ", new_text[new_split.end():])
+    old_values, new_values = _values(old_predicate), _values(new_predicate)
+    if not old_values or not new_values or not (old_values - new_values) or not (new_values - old_values):
+        return False
+    # Beyond its value, the old predicate says nothing the new one drops ("... and ships on Tuesdays").
+    return _content(_VALUE.sub(" ", old_predicate)) <= _content(_VALUE.sub(" ", new_predicate)) | _MOVE_WORDS
+
+
+_MOVE_WORDS = frozenset(content_words("in at located based"))
+
+
 def contradiction(new_text: str, old_text: str, cosine: float, th: Thresholds) -> str | None:
     """Why `new_text` makes `old_text` no longer true, or None when the rules cannot tell."""
+    if cosine >= th.related and replaced_value(new_text, old_text):
+        return f"a new value for the same thing: {new_text!r}"
     if cosine < th.related or not (has_change_marker(new_text) or negated(new_text) or negated(old_text)):
         return None
     old_words, new_words = _content(old_text), _content(new_text)
@@ -166,8 +210,8 @@ def decide(new: MemoryRecord, pool: Sequence[Similar], th: Thresholds) -> Decisi
         return Decision("keep", (old.id,), f"a near duplicate (cosine {similar.cosine:.2f})")
     if new.state != "valid":
         return INSERT  # an unconfirmed fact (from a tool or document) never retires a known one
-    if not (has_change_marker(new.text) or negated(new.text)) and not any(negated(s.record.text)
-                                                                          for s in comparable):
+    if not (has_change_marker(new.text) or negated(new.text) or _NEW_VALUE.search(new.text)) \
+            and not any(negated(s.record.text) for s in comparable):
         return INSERT  # no change or negation on either side: nothing the rules may invalidate
     targets: list[str] = []
     reasons: list[str] = []
