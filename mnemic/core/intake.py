@@ -18,6 +18,7 @@ from .identity import anonymous_user_id
 from .policy import MemoryPolicy
 from .records import (
     AUTHORS,
+    COMPUTED_METADATA_KEYS,
     KINDS,
     SOURCE_KINDS,
     UNCONFIRMED_SOURCE_KINDS,
@@ -118,7 +119,8 @@ class Intake:
         SecretRefusedError. The public calls screen their arguments earlier, with errors that
         name them; this catches whatever reaches a record another way."""
         check_record(record)
-        fields = free_text_fields(record)
+        computed = {f"metadata[{key!r}]" for key in COMPUTED_METADATA_KEYS}
+        fields = {name: value for name, value in free_text_fields(record).items() if name not in computed}
         if before is not None:
             previous = free_text_fields(before)
             fields = {name: value for name, value in fields.items() if previous.get(name) != value}

@@ -41,7 +41,7 @@ from .lexical_sync import LexicalSync
 from .namespace_policy import NamespacePolicy
 from .ranking import Candidate, RecallWeights, fuse
 from .record_writer import RecordWriter
-from .records import MemoryRecord, text_hash, utcnow
+from .records import NOTE_FIELD_VECTORS_KEY, MemoryRecord, text_hash, utcnow
 from .safety import secret_fields, sensitive_category
 from .scopes import ROOT, normalise_scope
 from .stats import WriteStats
@@ -55,7 +55,7 @@ KEY_FIELD = "note_key"
 DATA_FIELD = "note_data"
 INDEXED_FIELD = "note_indexed"
 TTL_FIELD = "note_ttl"
-FIELDS_FIELD = "note_fields"
+FIELDS_FIELD = NOTE_FIELD_VECTORS_KEY
 _PAGE = 1000
 MAX_KEY_CHARS = 1_000
 # A note's data is kept in its record's metadata, as JSON.

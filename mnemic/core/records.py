@@ -25,6 +25,10 @@ STATES: tuple[str, ...] = ("valid", "pending", "invalid")
 UNCONFIRMED_SOURCE_KINDS: frozenset[str] = frozenset({"tool_result", "document"})
 
 MetadataValue = str | int | float | bool
+# Metadata mnemic computes from text it has already screened: a note's per-field vectors, kept
+# as base64. Not free text, so never read for secrets (a base64 run can look like a password).
+NOTE_FIELD_VECTORS_KEY = "note_fields"
+COMPUTED_METADATA_KEYS: frozenset[str] = frozenset({NOTE_FIELD_VECTORS_KEY})
 
 _SPACES = re.compile(r"\s+")
 

@@ -101,11 +101,12 @@ _LOGIN_PAIR = re.compile(
 # password uses counts, after a slash or bar, or after an email address: "TCP / IP", "Q3 / FY24-Q1"
 # and "alice@corp.com and Room-42" are not credentials.
 _USER_PASSWORD = re.compile(
-    r"(?<![\w.@+\-/:])(?:(?P<email>[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)|[A-Za-z][\w.\-]{1,40})"
+    r"(?<![\w.@+\-/:])(?P<user>(?P<email>[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)|[A-Za-z][\w.\-]{1,40})"
     r"(?:\s*[/|]\s*|(?(email)\s*,\s*|(?!))|(?(email)\s+(?:and|with|pw|password)\s+|(?!)))"
     r"(?P<value>[^\s,;\"'{}()]{6,64})"
 )
 _PASSWORD_SYMBOLS = frozenset("!@#$%^&*?~+=_")
+_BASE64_WORD = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 # "the server room door opens with 9021"
 _OPENS_WITH = re.compile(
     r"(?i)\b(?:door|gate|lock|safe|locker|padlock|garage|lockbox|keypad|alarm)\b[^.\n]{0,40}?"
@@ -336,6 +337,12 @@ def _user_password_hits(text: str) -> Iterator[SecretHit]:
         word_start = max(text.rfind(" ", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
         if "://" in text[word_start:match.end()] or text.startswith("www.", word_start):
             continue  # a URL's path ("youtube.com/watch?v=dQw4w9WgXcQ") is no user and password
+        separator = text[match.end("user"):match.start("value")]
+        if separator in ("/", "|"):
+            word_end = next((i for i in range(match.end(), len(text)) if text[i].isspace()), len(text))
+            word = text[word_start:word_end]
+            if word.count("/") + word.count("|") > 1 or len(word) > 64 or _BASE64_WORD.fullmatch(word):
+                continue  # a path or base64 ("a/b/Xy+9=..."), not "user/Passw0rd!"
         if _typed_password(value) and not is_placeholder(value):
             yield SecretHit("password", match.start("value"), match.start("value") + len(value))
 
