@@ -173,3 +173,27 @@ def test_seeds_of_other_wallets_codes_said_digit_by_digit_and_a_value_after_its_
 ])
 def test_lists_plans_and_talk_about_codes_are_stored(text: str) -> None:
     assert not find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "the password to my laptop is my birthday 12/04/1988",
+    "WLAN-Schlüssel: Sonnenblume2024",
+    "la clé wifi est Soleil2024",
+    "la clave del wifi es Gatito123",
+    "account 000123456789 routing 021000021",
+    "acct #: 4402-1193-88",
+])
+def test_a_dated_hint_wifi_keys_in_other_languages_and_a_bare_account_number_are_refused(text: str) -> None:
+    assert find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "My password is the same as in 2019",
+    "My password is my usual one from 2019.",
+    "Der Schlüssel liegt unter der Matte.",
+    "Account 2023 review",
+    "account 2023-2024 budget",
+    "The account has 12 345 678 followers",
+])
+def test_years_and_keys_under_the_mat_are_not_credentials(text: str) -> None:
+    assert not find_secrets(text), text

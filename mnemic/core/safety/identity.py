@@ -35,6 +35,11 @@ _ID_CONTEXT = re.compile(
     r"[^\n\d]{0,24}?(?<![A-Za-z0-9])"
     r"(?P<value>[A-Z0-9][A-Z0-9.\-/]*\d[A-Z0-9.\-/]*(?:[ ][A-Z0-9.\-/]*\d[A-Z0-9.\-/]*){0,4})"
 )
+# "account 000123456789", "acct #: 4402-1193-88": an account named without "number", so only a
+# long run of digits counts ("account 2023 review" is a year).
+_BARE_ACCOUNT = re.compile(r"(?i)\b(?:bank\s+)?(?:account|acct|konto|compte|cuenta|conto)\b\s*(?:#|no\.?)?\s*:?\s*"
+                           r"(?P<value>\d(?:[\d\- ]{6,22})\d)(?![\d\-])")
+_YEARS = re.compile(r"(?:19|20)\d\d(?:\s*[-– ]\s*(?:19|20)\d\d)+")
 _PARTIAL = re.compile(r"(?i)\b(?:end(?:s|ed|ing)?\s+(?:in|with)|last\s+(?:four|4|few|two|2|three|3)\b)")
 _ID_TRIGGERS = (
     "ssn", "social", "sin", "national", "ni number", "nino", "passport", "licen", "tax", "tin", "ein",
@@ -108,6 +113,14 @@ def find(text: str, lowered: str, digits: int) -> Iterator[SecretHit]:
     if digits >= 6:
         for match in _UK_NINO.finditer(text):
             yield SecretHit("national_id", match.start(), match.end())
+    if digits >= 8 and any(word in lowered for word in ("account", "acct", "konto", "compte", "cuenta", "conto")):
+        for match in _BARE_ACCOUNT.finditer(text):
+            value = match.group("value")
+            if _YEARS.fullmatch(value):
+                continue  # "the account 2023-2024 budget"
+            if sum(ch.isdigit() for ch in value) >= 8 and not _PARTIAL.search(text, max(0, match.start() - 30),
+                                                                              match.start("value")):
+                yield SecretHit("national_id", match.start("value"), match.end("value"))
     if digits >= 4 and any(trigger in lowered for trigger in _ID_TRIGGERS):
         for match in _ID_CONTEXT.finditer(text):
             value = match.group("value").rstrip(" .-/")

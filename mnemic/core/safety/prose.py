@@ -26,6 +26,8 @@ _STRONG = (
     r"pin(?:\s?(?:code|number|no\.?|#))?|"
     r"(?:wi[\-‐‑‒–]?fi|wlan|wpa2?|network|router|hotspot|bitlocker|recovery|encryption|master|product|license|licence|"
     r"activation)\s+(?:key|code)|"
+    r"(?:wi[\-‐‑‒–]?fi|wlan|netzwerk|router)[\s\-]?(?:schlüssel|schluessel|passwort|kennwort)|"
+    r"(?:clé|cle|clave|chiave)\s+(?:du\s+|del\s+|de\s+|de\s+la\s+|della\s+)?(?:wi[\-]?fi|wlan|réseau|reseau|red)|"
     r"(?:door|gate|alarm|garage|lock|safe|entry|access|building|keypad|security|verification|confirmation|"
     r"one[\s\-]?time|2fa|mfa|otp|sms|login|unlock|backup|recovery|vault|locker|padlock|house|front\s+door|"
     r"lockbox|key\s?box|apartment|suite|elevator)(?:\s+[a-z]+)?\s+(?:code|pin|combination|combo)s?|"
@@ -241,6 +243,10 @@ _QUOTED_LATER = re.compile(r"""^(?:\s*|[^.!?\n"'“‘]{0,60}?(?<![A-Za-z])(?:is
 
 # "... is my dog's name: Biscuit": the value named by what it is, then given.
 _HINT_THEN_VALUE = re.compile(r"(?i)^\s*(?:is|was|'s|’s)\s+(?:my|our|his|her|their|the)\s+[^:：.!?\n]{1,40}$")
+_HINT_THEN_DIGITS = re.compile(
+    r"(?i)\s*(?:for|to|on|of)?[\w'’ ]{0,30}?\s*(?:is|was|'s|’s)\s+(?:my|our|his|her|their)\s+"
+    r"(?!(?:same|usual|old|new|like|as)\b)(?:[A-Za-z'’]+\s+){1,3}(?P<value>\S*\d\S*?)[.!]?\s*$"
+)
 # The sentence's last word after a colon, when it is the only word there.
 _COLON_LAST_WORD = re.compile(r"""[:：]\s*["'“‘]?(?P<value>[^\s"'”’:：]{3,40}?)["'”’]?[.!]?\s*$""")
 
@@ -249,6 +255,10 @@ def _sentence_hits(text: str) -> Iterator[SecretHit]:
     for match in _CLAUSE_KEYWORD.finditer(text):
         end_match = _SENTENCE_END.search(text, match.end())
         stop = end_match.start() if end_match else len(text)
+        dated = _HINT_THEN_DIGITS.match(text, match.end(), stop)
+        if dated is not None and not is_placeholder(dated.group("value")):
+            # "the password to my laptop is my birthday 12/04/1988": the hint, then the value.
+            yield SecretHit("password", dated.start("value"), dated.end("value"))
         last = _COLON_LAST_WORD.search(text, match.end(), stop)
         if last is not None and _HINT_THEN_VALUE.match(text[match.end():last.start()]):
             value = last.group("value")
@@ -367,7 +377,8 @@ def _named_token_hits(text: str) -> Iterator[SecretHit]:
 PASSWORD_CUES = (
     "pass", "pwd", "pw", "wort", "mot de", "contrase", "senha", "wachtwoord", "parola", "hasło", "haslo",
     "lösen", "losen", "salasana", "adgangskode", "пароль", "密码", "密碼", "パスワード", "비밀번호", "비번", "암호",
-    "sandi", "fi key", "fi code", "wlan key", "network key", "wpa",
+    "sandi", "fi key", "fi code", "wlan key", "network key", "wpa", "schlüssel", "schluessel", "clé", "cle ",
+    "clave", "chiave",
 )
 CODE_CUES = ("pin", "code", "combination", "combo", "otp", "cvv", "cvc", "csc", "safeword", "safe word",
              "answer", "secret word", "secret phrase", "key", "pattern")
