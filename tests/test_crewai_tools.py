@@ -169,3 +169,14 @@ def test_a_rule_of_the_users_world_is_kept_and_a_question_said_as_a_statement_is
     assert tool.run(fact="Record the customer's details.") == tool_logic.NOT_A_FACT["instruction"]
     assert sorted(r.text for r in store.list(user_id="acme")) == [
         "Standing rule: Do not invoice in USD.", "Standing rule: Never ship on Sundays."]
+
+
+def test_invisible_damage_in_a_models_tool_call_is_repaired_not_reported_as_a_failure(
+        store: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    store.set_policy(mode="explicit")
+    remember, search = Remember(memory=store, user_id="alice"), SearchMemory(memory=store, user_id="alice")
+    assert remember.run(fact="Prefers\x00 green tea.") == "Saved to memory: Prefers green tea."
+    assert remember.run(fact="Works at Caf\ud800 Nero.").startswith("Saved to memory: Works at Caf")
+    found = search.run(query="green\x00 tea\ud800")
+    assert "Prefers green tea." in found and "failed" not in found
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.extraction import screen_statement
 from ..core.policy import PolicyError
+from ..core.validation import scrub
 
 if TYPE_CHECKING:
     from ..core.memory import Memory
@@ -65,11 +66,14 @@ NOT_A_FACT = {
 
 
 def _clean(value: Any, what: str) -> str | None:
+    """A tool argument as text. It comes from a model, so a NUL or a lone surrogate in it is
+    repaired (`scrub`), not refused: the model cannot see, let alone fix, what it got wrong."""
     if isinstance(value, (list, tuple)):
         value = " ".join(str(v) for v in value if v)
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
         return None
-    return value.strip()
+    value = scrub(value).strip()
+    return value or None
 
 
 def _too_long(memory: Memory, text: str) -> str | None:
