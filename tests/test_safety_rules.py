@@ -197,3 +197,20 @@ def test_a_dated_hint_wifi_keys_in_other_languages_and_a_bare_account_number_are
 ])
 def test_years_and_keys_under_the_mat_are_not_credentials(text: str) -> None:
     assert not find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "La clé wifi est sur le routeur.",
+    "Das WLAN-Passwort ist auf dem Router.",
+    "The passphrase 'four random words' is an example from the guide.",
+    "Alarm code: ask the concierge.",
+    "Gate code: see email",
+])
+def test_where_a_code_is_and_quoted_examples_are_not_credentials(text: str) -> None:
+    assert not find_secrets(text), text
+
+
+@pytest.mark.parametrize("text", ["Alarm code: 4471", "door_code=XK-99", "recovery_code: ABCD-EFGH-IJKL",
+                                  "The password we agreed on is 'bananas-in-pajamas' as a backup"])
+def test_codes_with_their_digits_and_quoted_passwords_are_still_refused(text: str) -> None:
+    assert find_secrets(text), text

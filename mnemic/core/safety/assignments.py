@@ -98,9 +98,19 @@ def _credential_value(value: str, after: str, strength: Strength, name: str) -> 
         return False
     if strength is Strength.WEAK:
         return looks_like_token(bare) or (looks_like_password(bare) and len(bare) >= 6)
+    if _NUMERIC_NAME.search(name) and not any(ch.isdigit() for ch in bare):
+        return False  # "Alarm code: ask the concierge": PINs, codes and combinations hold digits
     if bare.isdigit() and not _is_pin_like(name):
         return len(bare) >= 8  # "token: 4096" is a count; a numeric token is long
     return True
+
+
+# Names of what is always digits: a card's PIN or CVV, a door's or a safe's code.
+_NUMERIC_NAME = re.compile(
+    r"(?i)(?:^|[\s_\-])(?:pin|cvv2?|cvc2?|csc)$|^(?:combination|combo)$|"
+    r"(?:door|gate|alarm|garage|lock|safe|keypad|building|entry|house|lockbox|locker|padlock)[\s_\-]*"
+    r"(?:code|pin|combination|combo)s?$"
+)
 
 
 def _kind_for(name: str) -> str:

@@ -268,13 +268,21 @@ def _sentence_hits(text: str) -> Iterator[SecretHit]:
         quoted = _QUOTED_LATER.match(text[match.end():stop])
         if quoted is not None:
             read = _value_at(text, match.end() + quoted.end())
-            if read is not None and _quoted_credential(read[0], "phrase" in match.group().lower()):
+            if read is not None and _quoted_credential(read[0], "phrase" in match.group().lower()) \
+                    and not _EXAMPLE_AFTER.match(text, read[2] + 1):
                 yield SecretHit("password", read[1], read[2])
         for word in re.finditer(r"\S+", text[match.end():stop]):
             value = word.group().strip(_TRAILING + "\"'“‘«„(")
             if len(value) >= 6 and _chosen(value) and _strong_password(value) and not is_placeholder(value):
                 start = match.end() + word.start() + word.group().find(value)
                 yield SecretHit("password", start, start + len(value))
+
+
+# "'four random words' is an example from the guide", "'Password1!' is a bad password".
+_EXAMPLE_AFTER = re.compile(
+    r"(?i)\s*(?:is|was|are|as)\s+(?:an?\s+|the\s+)?(?:example|sample|illustration|bad|weak|common|terrible|"
+    r"classic|typical)\b|\s*\(?(?:e\.g\.|for example|for instance)"
+)
 
 
 def _quoted_credential(value: str, phrase: bool) -> bool:

@@ -57,7 +57,13 @@ NOT_A_VALUE = frozenset(
     symbols minimum maximum least most only exactly either neither both all any some more less
     please thanks thank sorry yes no maybe probably definitely expires expire temporary temp one
     two three none null generated random automatic auto default usual standard normal typical
-    obvious unique again gone whatever's""".split()
+    obvious unique again gone whatever's ask see check contact call refer""".split()
+    # The same small words in the languages the prose rules read: "la clé wifi est sur le routeur",
+    # "das WLAN-Passwort ist auf dem Router", "la contraseña está en el cajón".
+    + """sur sous dans derrière derriere chez au aux à en le la les un une pas toujours encore
+    auf unter hinter neben im am in an der die das ein eine nicht noch immer
+    sobre bajo debajo detrás detras en el los las un una no está esta
+    sul sulla sotto dietro nel nella il lo gli non ancora""".split()
 )
 _UNIT_AFTER = re.compile(
     r"^\s*(?:digits?|characters?|chars?|letters?|numbers?|symbols?|words?|long|or\s+more|minimum|max(?:imum)?|"
