@@ -109,6 +109,21 @@ def test_an_unknown_answer_is_not_learned(store: Memory) -> None:
     assert store.list(user_id="acme") == []
 
 
+def test_a_few_words_answering_the_tasks_question_are_learned_as_the_statement_they_make(store: Memory) -> None:
+    llm = ScriptedLLM({"Who is the account manager": "Jane Smith", "Where is": "Rotterdam"},
+                      extraction="Sure! Here is what I found.")
+    crew_for(CrewMemory(store), llm, "Who is the account manager for Acme?", "Where is the customer's warehouse?"
+             ).kickoff(inputs={"user_id": "acme"})
+    assert sorted(r.text for r in store.list(user_id="acme")) == [
+        "The account manager for Acme is Jane Smith.", "The customer's warehouse is in Rotterdam."]
+
+    # A question in a template names its subject only through the inputs: nothing bare is kept.
+    llm = ScriptedLLM({"Who is the account manager": "Tom Baker"}, extraction="Sure!")
+    crew_for(CrewMemory(store), llm, "Who is the account manager for {company}?").kickoff(
+        inputs={"user_id": "bob", "company": "Initech"})
+    assert [r.text for r in store.list(user_id="bob")] == []
+
+
 # -- every run files its facts under its own user ----------------------------------------------
 
 CITIES = {"alice": "Austin", "bob": "Oslo", "carol": "Lima", "dave": "Rome"}

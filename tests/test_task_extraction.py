@@ -199,6 +199,7 @@ def test_a_short_answer_to_a_plain_question_is_kept_as_the_statement_it_makes(ta
 @pytest.mark.parametrize(("task", "result", "expected"), [
     ("What is the customer's preferred database?", "Unknown", []),
     ("Who is the CEO? Who is the CTO?", "Ann", []),  # which question "Ann" answers is not known
+    ("Who is the account manager for {company}?", "Jane Smith", []),  # a CrewAI template: for whom?
     ("What is the customer's preferred database?", "The customer prefers PostgreSQL for analytics.",
      ["The customer prefers PostgreSQL for analytics."]),
 ])

@@ -185,19 +185,31 @@ _DONE_WORDS = content_words("done completed recorded noted saved captured docume
                             "summarized listed reviewed provided detail details information below above")
 
 
-def answered_question(task: str, result: str) -> ExtractedFact | None:
-    """A short answer to a task that asked one plain question, as the statement it makes:
-    "Who is the account manager?" answered "Jane Smith" is "The account manager is Jane Smith."
-    Alone, "Jane Smith" is no memory; a sentence the agent wrote is read by `result_fact` instead."""
+def _brief_answer(task: str, result: str) -> tuple[re.Match[str], str] | None:
+    """The task's one plain question and the few words that answer it, or None when the task
+    asks no such question or the result is a sentence of its own (it names its subject again)."""
     questions = list(_COPULAR_QUESTION.finditer(task))
     answer = _MARKUP.sub("", result).strip()
     if len(questions) != 1 or not _SHORT_ANSWER.match(answer) or is_filler(answer) or _UNKNOWN.search(answer):
         return None
     answer = answer.rstrip(".!").strip()
-    question = questions[0]
-    subject = question.group("subject").strip()
+    subject = questions[0].group("subject")
     if not answer or len(answer.split()) > 10 or is_question(answer) or content_words(answer) & content_words(subject):
-        return None  # an answer that names its subject again is a sentence of its own
+        return None
+    return questions[0], answer
+
+
+def answered_question(task: str, result: str) -> ExtractedFact | None:
+    """A short answer to a task that asked one plain question, as the statement it makes:
+    "Who is the account manager?" answered "Jane Smith" is "The account manager is Jane Smith."
+    Alone, "Jane Smith" is no memory; a sentence the agent wrote is read by `result_fact` instead."""
+    brief = _brief_answer(task, result)
+    if brief is None:
+        return None
+    question, answer = brief
+    subject = question.group("subject").strip()
+    if "{" in subject or "}" in subject:
+        return None  # a template's "{customer}": the statement would not say whose
     if question.group("wh").lower() == "where" and not _PREPOSITION_LEAD.match(answer):
         answer = "in " + answer
     statement = finish_statement(f"{subject[0].upper()}{subject[1:]} {question.group('verb').lower()} {answer}")
@@ -209,11 +221,14 @@ def task_extract(messages: Sequence[Message], *, task: str, topics: Sequence[str
     """Facts from a finished task without any model: the user's side by the conversation rules,
     the agent's result by `result_fact`; nothing from the task itself (see the module docstring)."""
     final = next((m.content for m in reversed(messages) if m.role == "assistant"), "")
-    answered = answered_question(task, final)
-    if answered is not None and topic_allowed(answered, topics):
+    if _brief_answer(task, final) is not None:
+        # A few words answering the task's question say something only with the question: kept as
+        # the statement the pair makes, or not at all (never "Jane Smith." alone).
+        answered = answered_question(task, final)
         others = [m for m in messages if m.role != "assistant"]
         from_user = collect(others, {"user": user_fact, "tool": tool_fact})
-        return [*(f for f in from_user if not restates(f.text, task) and topic_allowed(f, topics)), answered]
+        kept = [f for f in from_user if not restates(f.text, task) and topic_allowed(f, topics)]
+        return kept + ([answered] if answered is not None and topic_allowed(answered, topics) else [])
     results = [Message(role=m.role, content=piece) for m in messages if m.role == "assistant"
                for piece in result_sentences(m.content)]
     others = [m for m in messages if m.role != "assistant"]
