@@ -98,3 +98,24 @@ def test_knowledge_delete_leaves_no_byte_of_the_chunk(store_path: Path) -> None:
         memory.knowledge.delete(gone.id)
         assert copies(store_path, "zqxgone") == {}
         assert copies(store_path, "zqxkept")
+
+
+def test_forget_user_leaves_no_byte_of_their_kickoff_runs_and_keeps_everyone_elses(store_path: Path) -> None:
+    # Kickoff runs (kept for replay) live in Chroma's run collection; its write log held a forgotten
+    # user's inputs and task outputs until the collection's index was saved.
+    with Memory(store_path, embedder=HashEmbedder()) as memory, \
+            Memory(store_path, embedder=HashEmbedder()) as other_handle:
+        for user in ("alice", "bob"):
+            for n in range(3):
+                run = memory.runs.begin(group="crew-1", user_id=user, inputs={"message": f"Zqx{user} brief {n}"})
+                memory.runs.record_step(run.run_id, 0, {"raw": f"Zqx{user} plans project {n}."})
+        assert other_handle.runs.runs(user_id="bob")  # a second Memory on the path reads them too
+        assert copies(store_path, "zqxalice")
+        memory.forget(user_id="alice")
+        assert copies(store_path, "zqxalice") == {}
+        bobs = memory.runs.runs(group="crew-1", user_id="bob")
+        assert len(bobs) == 3 and memory.runs.get(bobs[0].run_id).steps[0].output["raw"].startswith("Zqxbob")
+        # The other Memory's handle was to the collection the scrub replaced: it reads and writes on.
+        assert len(other_handle.runs.runs(user_id="bob")) == 3
+        other_handle.runs.begin(group="crew-1", user_id="bob", inputs={"message": "Zqxbob brief 4"})
+        assert len(memory.runs.runs(user_id="bob")) == 4

@@ -137,6 +137,7 @@ class Memory:
         history: HistoryLog = (LocalHistory(self._local, self.namespace) if self.mode == "embedded"
                                else ChromaHistory(self._store))
         scrubber = Scrubber(self._store, self._lexical, embed, self.path / "chroma" if self.path is not None else None)
+        self._scrubber = scrubber
         self._records = RecordWriter(self._store, self._lexical, history, self._local, embed,
                                      sole_writer=self.mode == "embedded", scrubber=scrubber,
                                      admit=self._intake.admit)
@@ -173,7 +174,8 @@ class Memory:
             recall=self._recall, sync=self._sync, owner=self._intake.owner, max_text_chars=self.max_text_chars)
         # What runs of agent teams produced (kickoff outputs, kept for replay), in the namespace's
         # Chroma database: every process of a deployment sees them, and every process erases them.
-        self.runs = RunLog(RunCollection(store.client, self.namespace), on_secrets=self.stats.add_secrets)
+        self.runs = RunLog(RunCollection(store.client, self.namespace), on_secrets=self.stats.add_secrets,
+                           on_erased=self._scrubber.runs_erased)
         self._retained = RetainedRegistry(store, built_in=[self.runs])
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
                                       reader=self._reader, retained=self._retained,

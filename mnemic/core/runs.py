@@ -119,10 +119,14 @@ class RunLog:
 
     label = RUNS_LABEL
 
-    def __init__(self, collection: RunCollection, *, on_secrets: Callable[[list[str]], None] | None = None) -> None:
+    def __init__(self, collection: RunCollection, *, on_secrets: Callable[[list[str]], None] | None = None,
+                 on_erased: Callable[[RunCollection, list[str]], None] | None = None) -> None:
         self._collection = collection
         self._lock = threading.Lock()
         self._on_secrets = on_secrets
+        # Called with the ids a user's erasure removed: Chroma keeps them in its write log until the
+        # collection's index is saved, so the owner of the files scrubs them (see scrub.py).
+        self._on_erased = on_erased
 
     def _without_secrets(self, data: Mapping[str, Any], what: str, verbatim: Collection[str] = ()) -> dict[str, Any]:
         """`data` with every secret redacted (but the `verbatim` keys); what was found is counted and
@@ -300,6 +304,9 @@ class RunLog:
         """Remove every run of `user_id` (header and steps); returns how many runs went."""
         owner = check_user_id(user_id)
         with self._lock:
-            count = len(self._collection.get(where=_all({"row": "run"}, {"user_id": owner}), documents=False))
+            rows = self._collection.get(where={"user_id": owner}, documents=False)
+            count = sum(1 for r in rows if r.metadata.get("row") == "run")
             self._collection.delete(where={"user_id": owner})
+            if rows and self._on_erased is not None:
+                self._on_erased(self._collection, [r.id for r in rows])
         return count

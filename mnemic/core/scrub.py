@@ -30,6 +30,7 @@ import numpy as np
 
 from .lexical import LexicalIndex
 from .store import ChromaStore, upkeep
+from .store.runs import RunCollection
 
 log = logging.getLogger("mnemic")
 
@@ -60,6 +61,15 @@ class Scrubber:
         if self._chroma_path is not None and collection is not None \
                 and upkeep.log_holds(self._chroma_path, collection, ids):
             upkeep.rebuild_collection(self._store.client, collection, name, self._embed)
+
+    def runs_erased(self, runs: RunCollection, ids: Sequence[str]) -> None:
+        """After a user's kickoff runs were removed: the run collection is rebuilt when its write
+        log still holds them (the VACUUM of `finish` then drops the old pages)."""
+        collection = runs.handle()
+        if collection is None:
+            return
+        self.rebuild_if_logged(collection, runs.name, ids)
+        runs.reopen()
 
     def finish(self) -> None:
         if self._chroma_path is not None:

@@ -14,8 +14,8 @@ No other namespace's collection can be called `mnemic-<ns>-runs`: the others end
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .chroma import StoredRow, _rows, namespace_slug
 from .retry import retrying
@@ -23,6 +23,12 @@ from .retry import retrying
 RUNS_COLLECTION_SUFFIX = "-runs"
 _PLACEHOLDER_VECTOR = [1.0]
 _ID_BATCH = 2000
+T = TypeVar("T")
+
+
+def _is_gone(exc: Exception) -> bool:
+    """Chroma's error for a collection that was dropped (NotFoundError; ValueError in old releases)."""
+    return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc)
 
 
 class RunCollection:
@@ -52,31 +58,56 @@ class RunCollection:
     def exists(self) -> bool:
         return self._handle(create=False) is not None
 
+    def handle(self) -> Any | None:
+        """The Chroma collection, or None before the first run (for the erasure's scrubber)."""
+        return self._handle(create=False)
+
+    def reopen(self) -> None:
+        """Forget the cached collection: the scrubber may have replaced it with a rebuilt one."""
+        with self._lock:
+            self._collection = None
+
+    def _with(self, create: bool, operation: Callable[[Any], T]) -> T | None:
+        """`operation` on the collection (None when there is none and `create` is false). A handle
+        whose collection was rebuilt meanwhile (an erasure's scrub, by this process or another
+        Memory on the same path) is opened again once."""
+        for attempt in (1, 2):
+            collection = self._handle(create=create)
+            if collection is None:
+                return None
+            try:
+                return operation(collection)
+            except Exception as exc:
+                if attempt == 2 or not _is_gone(exc):
+                    raise
+                self.reopen()
+        return None
+
     def upsert(self, rows: Sequence[StoredRow]) -> None:
         """Write rows in one call, so a run's header and the step it counts land together."""
         if not rows:
             return
-        collection = self._handle(create=True)
-        assert collection is not None
-        collection.upsert(ids=[r.id for r in rows], documents=[r.document for r in rows],
-                          metadatas=[r.metadata for r in rows], embeddings=[_PLACEHOLDER_VECTOR] * len(rows))
+        self._with(True, lambda c: c.upsert(ids=[r.id for r in rows], documents=[r.document for r in rows],
+                                            metadatas=[r.metadata for r in rows],
+                                            embeddings=[_PLACEHOLDER_VECTOR] * len(rows)))
 
     def get(self, *, ids: Sequence[str] | None = None, where: Mapping[str, Any] | None = None,
             documents: bool = True) -> list[StoredRow]:
-        collection = self._handle(create=False)
-        if collection is None or (ids is not None and not ids):
+        if ids is not None and not ids:
             return []
         include = ["metadatas"] + (["documents"] if documents else [])
-        if ids is None:
-            return _rows(collection.get(where=dict(where) if where else None, include=include))
-        rows: list[StoredRow] = []
-        for start in range(0, len(ids), _ID_BATCH):
-            rows.extend(_rows(collection.get(ids=list(ids[start:start + _ID_BATCH]),
-                                             where=dict(where) if where else None, include=include)))
-        return rows
+        filters = dict(where) if where else None
+
+        def read(collection: Any) -> list[StoredRow]:
+            if ids is None:
+                return _rows(collection.get(where=filters, include=include))
+            rows: list[StoredRow] = []
+            for start in range(0, len(ids), _ID_BATCH):
+                rows.extend(_rows(collection.get(ids=list(ids[start:start + _ID_BATCH]), where=filters,
+                                                 include=include)))
+            return rows
+
+        return self._with(False, read) or []
 
     def delete(self, *, where: Mapping[str, Any]) -> None:
-        collection = self._handle(create=False)
-        if collection is None:
-            return
-        collection.delete(where=dict(where))
+        self._with(False, lambda c: c.delete(where=dict(where)))
