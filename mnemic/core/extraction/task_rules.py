@@ -220,20 +220,19 @@ def task_extract(messages: Sequence[Message], *, task: str, topics: Sequence[str
                  ) -> list[ExtractedFact]:
     """Facts from a finished task without any model: the user's side by the conversation rules,
     the agent's result by `result_fact`; nothing from the task itself (see the module docstring)."""
+    others = [m for m in messages if m.role != "assistant"]
+    from_user = collect(others, {"user": user_fact, "tool": tool_fact})
     final = next((m.content for m in reversed(messages) if m.role == "assistant"), "")
+    from_result: list[ExtractedFact]
     if _brief_answer(task, final) is not None:
         # A few words answering the task's question say something only with the question: kept as
         # the statement the pair makes, or not at all (never "Jane Smith." alone).
         answered = answered_question(task, final)
-        others = [m for m in messages if m.role != "assistant"]
-        from_user = collect(others, {"user": user_fact, "tool": tool_fact})
-        kept = [f for f in from_user if not restates(f.text, task) and topic_allowed(f, topics)]
-        return kept + ([answered] if answered is not None and topic_allowed(answered, topics) else [])
-    results = [Message(role=m.role, content=piece) for m in messages if m.role == "assistant"
-               for piece in result_sentences(m.content)]
-    others = [m for m in messages if m.role != "assistant"]
-    from_user = collect(others, {"user": user_fact, "tool": tool_fact})
-    from_result = collect(results, {"assistant": result_fact}, whole_sentences={"assistant"})[:MAX_RESULT_FACTS]
+        from_result = [answered] if answered is not None else []
+    else:
+        results = [Message(role=m.role, content=piece) for m in messages if m.role == "assistant"
+                   for piece in result_sentences(m.content)]
+        from_result = collect(results, {"assistant": result_fact}, whole_sentences={"assistant"})[:MAX_RESULT_FACTS]
     seen = {f.text.casefold() for f in from_user}
     facts = [*from_user, *(f for f in from_result if f.text.casefold() not in seen)]
     return [f for f in facts if not restates(f.text, task) and topic_allowed(f, topics)]
