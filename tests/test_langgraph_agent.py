@@ -7,10 +7,7 @@ answers, and records every input it was given, so a test can see exactly what me
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -20,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from example_runner import run_example
 from pydantic import BaseModel, Field
 
 pytest.importorskip("langgraph.prebuilt")
@@ -489,16 +487,7 @@ def test_mnemic_store_is_a_drop_in_for_create_react_agent(memory: Memory) -> Non
 @pytest.mark.minilm
 @pytest.mark.slow
 def test_the_example_runs_offline(tmp_path: Path) -> None:
-    from mnemic.core.embeddings import WeightsNotFoundError, find_weights
-
-    try:
-        find_weights()
-    except WeightsNotFoundError as exc:
-        pytest.skip(f"MiniLM weights not available: {exc}")
-    root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k not in ("MNEMIC_LANGGRAPH_MODEL", "MNEMIC_LLM")}
-    out = subprocess.run([sys.executable, str(root / "examples" / "langgraph_agent.py"), str(tmp_path / "store")],
-                         capture_output=True, text=True, timeout=600, check=True, env=env)
-    assert "agent: From memory: Lives in Lisbon." in out.stdout
-    assert "agent: From memory: Alice prefers window seats on long flights." in out.stdout
-    assert "bob [wednesday]: Where do I live?\n  agent: I don't know that yet." in out.stdout
+    out = run_example("langgraph_agent.py", tmp_path / "store", unset=("MNEMIC_LANGGRAPH_MODEL", "MNEMIC_LLM"))
+    assert "agent: From memory: Lives in Lisbon." in out
+    assert "agent: From memory: Alice prefers window seats on long flights." in out
+    assert "bob [wednesday]: Where do I live?\n  agent: I don't know that yet." in out

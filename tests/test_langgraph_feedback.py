@@ -5,15 +5,13 @@ rejects, and stays idempotent although LangGraph re-runs a node from its start o
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from example_runner import run_example
 
 pytest.importorskip("langgraph")
 
@@ -554,16 +552,7 @@ def test_a_review_node_revises_the_last_message_in_place(memory: Memory, saver: 
 @pytest.mark.minilm
 @pytest.mark.slow
 def test_the_example_runs_offline(tmp_path: Path) -> None:
-    from mnemic.core.embeddings import WeightsNotFoundError, find_weights
-
-    try:
-        find_weights()
-    except WeightsNotFoundError as exc:
-        pytest.skip(f"MiniLM weights not available: {exc}")
-    root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k != "MNEMIC_LLM"}
-    out = subprocess.run([sys.executable, str(root / "examples" / "langgraph_feedback.py"), str(tmp_path / "store")],
-                         capture_output=True, text=True, timeout=600, check=True, env=env).stdout
+    out = run_example("langgraph_feedback.py", tmp_path / "store")
     second = out.split("[alice / t2]", 1)[1].split("[bob / t3]", 1)[0]
     assert "Questions? support@example.com" in second  # the lesson from t1 revised alice's next draft
     assert "(changed by the lesson: Always end with the support address.)" in second
