@@ -298,6 +298,8 @@ def main() -> None:
                         help="grow an existing --path store from its current size (an interrupted run); the "
                              "new records come from the same generator seeded with --seed and that size")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--set", action="append", default=[], metavar="WEIGHT=VALUE",
+                        help="a recall weight to change (e.g. related=0), to compare a signal's cost")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.records.split(",") if s.strip())
 
@@ -308,10 +310,11 @@ def main() -> None:
 
     log(f"$ {command}")
     log(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}")
-    from mnemic import Memory
+    from mnemic import Memory, RecallWeights
 
     workdir = args.path or Path(tempfile.mkdtemp(prefix="mnemic-latency-"))
-    memory = Memory(workdir / "mnemic")
+    changes = {key: float(value) for key, _, value in (item.partition("=") for item in args.set)}
+    memory = Memory(workdir / "mnemic", weights=RecallWeights(**changes))
     memory.embedder.embed(["warm-up"])
     log(f"store {workdir}; after start rss {current_rss_mb():.0f} MB")
     loader = Loader(memory, args.users, args.seed, args.batch)

@@ -34,6 +34,7 @@ ABLATIONS: dict[str, dict[str, float]] = {
     "-coverage": {"coverage": 0.0},
     "-bm25": {"lexical": 0.0},
     "-semantic": {"semantic": 0.0},
+    "-related": {"related": 0.0},
     "-context": {"context": 0.0, "context_far": 0.0},
     "-context_far": {"context_far": 0.0},
     "-session": {"session": 0.0},

@@ -14,15 +14,17 @@ import math
 import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import takewhile
 from pathlib import Path
 
 from . import links as link_table
 from .links import Link
 from .local_db import LocalDatabase
+from .related_words import related_words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_START = re.compile(r"(?:^|[.!?])\W*?(\w+)", re.UNICODE)
 COVERAGE_CAP = 5000
 # Okapi bm25's usual constants (FTS5 uses the same).
 BM25_K1 = 1.2
@@ -67,6 +69,8 @@ class WordScores:
     bm25: dict[str, float]
     coverage: dict[str, float]
     records: int  # how many records the user has in the index
+    # record id -> (query word, the related word the record holds instead), for explanations
+    related: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -235,7 +239,8 @@ class LexicalIndex:
         query's words it holds, 0..1 (see `word_scores`)."""
         return self.word_scores(query, user_id=user_id, cap=cap).coverage
 
-    def word_scores(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP) -> WordScores:
+    def word_scores(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP,
+                    related: float = 0.0) -> WordScores:
         """bm25 and coverage of each of the user's records holding a query word, with every word
         weighted by how well it discriminates among the user's own records (its idf there).
 
@@ -243,26 +248,22 @@ class LexicalIndex:
         nothing, however rare it is among everyone else's; FTS5's own bm25 would weigh it by the
         whole table. Coverage is the idf-weighted share of the query's words a record holds: near
         1 for a record that answers the whole question, near 0 for one sharing only a common word.
-        bm25 adds how long the record is (a word in a short record says more; lengths in
-        characters, each word counted once: turns rarely repeat a word). A word in more than `cap`
-        records is counted as in `cap`: it is common, its weight small, and listing every record
-        would cost more than it says.
+        A record holding a word close in meaning to a query word instead of the word itself earns
+        `related` times their similarity of its share (`related_words.py`; 0: none). Names, the
+        words capitalised inside the query, lend nothing. bm25 adds how long the record is (a word
+        in a short record says more; lengths in characters, each word counted once: turns rarely
+        repeat a word). A word in more than `cap` records is counted as in `cap`: it is
+        common, its weight small, and listing every record would cost more than it says.
         """
         terms = query_terms(query)
         if not terms:
             return WordScores({}, {}, 0)
         token = self.owner(user_id)
-        owner = "owner : " + token
         postings: list[dict[str, int]] = []
         with self._lock:
             try:
                 total = self._count(token)
-                for term in terms:
-                    rows = self._db.execute(
-                        "SELECT record_id, length(body) FROM lexical WHERE lexical MATCH ? LIMIT ?",
-                        (owner + ' AND body : "' + term.replace('"', '""') + '"', cap),
-                    ).fetchall()
-                    postings.append(dict(rows))
+                postings = [self._postings(token, term, cap) for term in terms]
             except sqlite3.OperationalError:
                 return WordScores({}, {}, 0)
         if total == 0:
@@ -289,7 +290,43 @@ class LexicalIndex:
                 norm = 1.0 - BM25_B + BM25_B * size / max(mean_length, 1.0)
                 bm25[record_id] = bm25.get(record_id, 0.0) + weight * (BM25_K1 + 1.0) / (1.0 + BM25_K1 * norm)
                 shares[record_id] = shares.get(record_id, 0.0) + weight / whole
-        return WordScores(bm25, shares, total)
+        lent: dict[str, list[tuple[str, str]]] = {}
+        if related > 0:
+            names = capitalised_words(query)
+            for term, found, weight in kept:
+                if term in names:
+                    continue
+                holders = self._related_holders(token, term, terms, found, cap, related)
+                for record_id, (credit, word) in holders.items():
+                    shares[record_id] = shares.get(record_id, 0.0) + weight / whole * credit
+                    lent.setdefault(record_id, []).append((term, word))
+        return WordScores(bm25, shares, total, lent)
+
+    def _postings(self, owner: str, word: str, cap: int) -> dict[str, int]:
+        """The owner's records holding a word (by its porter stem), with their lengths; under the lock."""
+        return dict(self._db.execute(
+            "SELECT record_id, length(body) FROM lexical WHERE lexical MATCH ? LIMIT ?",
+            ("owner : " + owner + ' AND body : "' + word.replace('"', '""') + '"', cap),
+        ).fetchall())
+
+    def _related_holders(self, owner: str, term: str, terms: Sequence[str], holding: Mapping[str, int],
+                         cap: int, share: float) -> dict[str, tuple[float, str]]:
+        """Records that lack `term` but hold a word related to it: record id -> (credit, that word).
+        A related word that is itself a query word (or a form of one) earns its own share instead."""
+        found: dict[str, tuple[float, str]] = {}
+        for word, similarity in related_words(term):
+            if any(_shared_prefix(word, other) >= min(4, len(other)) for other in terms):
+                continue
+            credit = share * similarity
+            with self._lock:
+                try:
+                    holders = self._postings(owner, word, cap)
+                except sqlite3.OperationalError:
+                    continue
+            for record_id in holders:
+                if record_id not in holding and credit > found.get(record_id, (0.0, ""))[0]:
+                    found[record_id] = (credit, word)
+        return found
 
     def linked(self, seeds: Iterable[str], *, user_id: str, records: int | None = None) -> list[Link]:
         """The user's records linked to the seeds by a rare word they share (see `links.py`);
@@ -387,6 +424,14 @@ def matched_terms(query: str, text: str) -> list[str]:
         if any(w.startswith(stem) for w in words):
             found.append(term)
     return found
+
+
+def capitalised_words(text: str) -> set[str]:
+    """Words written with a capital inside a sentence (names, places), case-folded: a capital at
+    the start of the text or after a full stop, question or exclamation mark says nothing."""
+    starts = {match.start(1) for match in _SENTENCE_START.finditer(text)}
+    return {match.group().casefold() for match in _TOKEN.finditer(text)
+            if match.group()[0].isupper() and match.start() not in starts}
 
 
 def unique(items: Sequence[str]) -> list[str]:

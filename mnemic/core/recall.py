@@ -58,6 +58,7 @@ class RecallRequest:
 class _WordSide:
     bm25: dict[str, float]
     coverage: dict[str, float]
+    related: dict[str, list[tuple[str, str]]]  # record id -> (query word, related word it holds)
     ranked: list[str]  # every record sharing a query word, most promising first
     records: int  # how many records the user has
     requested: set[str] = field(default_factory=set)  # ids already asked of Chroma
@@ -111,6 +112,8 @@ class RecallPipeline:
         words = self._outcome(words_job, lambda: self._word_side(request, weights))
         self._add_word_matches(request, vector, candidates, words)
         links = self._add_related(request, vector, candidates, words, weights)
+        for candidate in candidates.values():
+            candidate.related_words = words.related.get(candidate.record.id, [])
         return self._ranked(request, candidates, weights, links)
 
     def _in_background(self, work: Callable[[], T]) -> Future[T]:
@@ -155,7 +158,7 @@ class RecallPipeline:
     def _word_side(self, request: RecallRequest, weights: RecallWeights) -> _WordSide:
         # bm25 and coverage for every record sharing a word, weighted within the user's records: a
         # record that only context or a link lifts into the results still needs its own relevance.
-        scores = self.lexical.word_scores(request.query, user_id=request.owner)
+        scores = self.lexical.word_scores(request.query, user_id=request.owner, related=weights.related)
         bm25, coverage = scores.bm25, scores.coverage
 
         def promise(record_id: str) -> float:
@@ -164,7 +167,8 @@ class RecallPipeline:
                     + weights.coverage * coverage.get(record_id, 0.0))
 
         ranked = sorted(dict.fromkeys([*bm25, *coverage]), key=promise, reverse=True)
-        words = _WordSide(bm25=bm25, coverage=coverage, ranked=ranked, records=scores.records)
+        words = _WordSide(bm25=bm25, coverage=coverage, related=scores.related, ranked=ranked,
+                          records=scores.records)
         self._read(request, words, ranked[:_read_ahead_count(request.limit)])
         return words
 

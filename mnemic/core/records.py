@@ -123,12 +123,18 @@ class ScoreBreakdown(BaseModel):
     cosine: float | None = None
     bm25: float | None = None
     matched_terms: list[str] = Field(default_factory=list)
+    # Words of the record that stood in for query words of like meaning: "children for kids".
+    related_words: list[str] = Field(default_factory=list)
 
     def explain(self) -> str:
+        said = []
+        if self.matched_terms:
+            said.append(f"words: {', '.join(self.matched_terms[:5])}")
+        if self.related_words:
+            said.append(f"related: {', '.join(self.related_words[:3])}")
         parts = [
             f"semantic {self.semantic:.2f}" + (f" (cos {self.cosine:.2f})" if self.cosine is not None else ""),
-            f"lexical {self.lexical:.2f}"
-            + (f" (words: {', '.join(self.matched_terms[:5])})" if self.matched_terms else ""),
+            f"lexical {self.lexical:.2f}" + (f" ({'; '.join(said)})" if said else ""),
             f"recency {self.recency:.2f}",
             f"importance {self.importance:.2f}",
         ]
