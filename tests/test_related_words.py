@@ -85,3 +85,22 @@ def test_related_words_reach_only_the_asking_users_records() -> None:
     assert "b1" not in index.word_scores("kids", user_id="ana", related=0.5).coverage
     # Without a share, related words lend nothing (knowledge search asks for none).
     assert index.word_scores("kids", user_id="ana").coverage == {}
+
+
+def test_a_long_query_lends_through_its_most_telling_words_only(monkeypatch) -> None:
+    filler = " ".join(f"{chr(97 + n % 26)}{chr(97 + n // 26)}zzq" for n in range(200))
+    index = LexicalIndex(None)
+    index.upsert([("a1", "c-ana", "ana", "We took the children to the aquarium", 1),
+                  ("a2", "c-ana", "ana", filler, 1)])
+    asked: list[str] = []
+    import mnemic.core.lexical as lexical
+
+    def spy(word: str) -> tuple[tuple[str, float], ...]:
+        asked.append(word)
+        return related_words(word)
+
+    monkeypatch.setattr(lexical, "related_words", spy)
+    scores = index.word_scores(f"{filler} kids", user_id="ana", related=0.5)
+    assert len(asked) == lexical.MAX_RELATED_TERMS
+    assert "kids" in asked  # said last, but no record holds it: it tells the most
+    assert scores.related == {"a1": [("kids", "children")]}

@@ -9,6 +9,7 @@ index is repaired from Chroma (see `LexicalIndex.sync`).
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import math
 import re
@@ -26,6 +27,7 @@ from .related_words import related_words
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?])\W*?(\w+)", re.UNICODE)
 COVERAGE_CAP = 5000
+MAX_RELATED_TERMS = 16
 # Okapi bm25's usual constants (FTS5 uses the same).
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -293,7 +295,10 @@ class LexicalIndex:
         lent: dict[str, list[tuple[str, str]]] = {}
         if related > 0:
             names = capitalised_words(query)
-            for term, found, weight in kept:
+            # Each word costs up to five more index reads: a long query (a pasted document) lends
+            # through its most telling words only.
+            telling = heapq.nlargest(MAX_RELATED_TERMS, kept, key=lambda item: item[2])
+            for term, found, weight in telling:
                 if term in names:
                     continue
                 holders = self._related_holders(token, term, terms, found, cap, related)
