@@ -5,8 +5,9 @@
    (~100 ms at 100k records), so the pool is over-fetched and filtered in Python, widening only
    when records that may not be served crowd the top.
 2. Words: bm25 and coverage, with each word weighted by how well it singles records out among the
-   user's own records, for every record sharing a query word (FTS5 finds them); only the most
-   promising records the dense side missed are read from Chroma (~0.2-0.4 ms of metadata each).
+   user's own records, for every record sharing a query word (FTS5 finds them) or a word of like
+   meaning (`related_words.py`); only the most promising records the dense side missed are read
+   from Chroma (~0.2-0.4 ms of metadata each).
 3. Related: the turns around the best matches, which often hold the answer to what those turns
    asked in words of their own (worth ~3 points of LoCoMo recall@10), and the records linked to
    the strongest matches by a rare word that is not a query word (`links.py`): evidence told
