@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from mnemic.core.embeddings import default_embedder, find_weights  # noqa: E402
-from mnemic.core.lexical import STOPWORDS  # noqa: E402
+from mnemic.core.lexical import STOPWORDS, shared_prefix  # noqa: E402
 from mnemic.core.related_words import TABLE_PATH  # noqa: E402
 
 THRESHOLD = 0.6
@@ -45,12 +45,7 @@ def vocabulary() -> list[str]:
 
 
 def is_own_form(word: str, other: str) -> bool:
-    shared = 0
-    for a, b in zip(word, other, strict=False):
-        if a != b:
-            break
-        shared += 1
-    return shared >= min(SAME_WORD_PREFIX, len(word), len(other))
+    return shared_prefix(word, other) >= min(SAME_WORD_PREFIX, len(word), len(other))
 
 
 def neighbours(words: list[str], vectors: np.ndarray) -> dict[str, list[tuple[str, float]]]:

@@ -275,7 +275,7 @@ class LexicalIndex:
         # of the question.
         kept: list[tuple[str, dict[str, int], float]] = []
         for term, found in zip(terms, postings, strict=True):
-            if found and any(found.keys() == other.keys() and _shared_prefix(term, word) >= 4
+            if found and any(found.keys() == other.keys() and shared_prefix(term, word) >= 4
                              for word, other, _ in kept):
                 continue
             df = len(found)
@@ -320,7 +320,7 @@ class LexicalIndex:
         A related word that is itself a query word (or a form of one) earns its own share instead."""
         found: dict[str, tuple[float, str]] = {}
         for word, similarity in related_words(term):
-            if any(_shared_prefix(word, other) >= min(4, len(other)) for other in terms):
+            if any(shared_prefix(word, other) >= min(4, len(other)) for other in terms):
                 continue
             credit = share * similarity
             with self._lock:
@@ -443,6 +443,6 @@ def unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _shared_prefix(a: str, b: str) -> int:
+def shared_prefix(a: str, b: str) -> int:
     """How many leading characters two words share: a crude same-word test for stemmed matches."""
     return sum(1 for _ in takewhile(lambda pair: pair[0] == pair[1], zip(a, b, strict=False)))
