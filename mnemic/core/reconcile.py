@@ -89,6 +89,8 @@ _SUBJECT_END = re.compile(r"\b(?:is|are|was|were|has changed|have changed|change
                           re.I)
 _VALUE = re.compile(r"\b[A-Z][\w'-]*|\d+(?:[.,:]\d+)*\w*")
 _NOW = re.compile(r"\bnow\b", re.I)
+# Words a moved value's predicate may add: "is in Rotterdam" -> "moved to Antwerp".
+_MOVE_WORDS = frozenset(content_words("in at located based"))
 _WORDS = re.compile(r"[A-Za-z][\w'-]*")
 
 
@@ -163,9 +165,6 @@ def replaced_value(new_text: str, old_text: str) -> bool:
         return False
     # Beyond its value, the old predicate says nothing the new one drops ("... and ships on Tuesdays").
     return _content(_VALUE.sub(" ", old_predicate)) <= _content(_VALUE.sub(" ", new_predicate)) | _MOVE_WORDS
-
-
-_MOVE_WORDS = frozenset(content_words("in at located based"))
 
 
 def contradiction(new_text: str, old_text: str, cosine: float, th: Thresholds) -> str | None:
