@@ -35,7 +35,7 @@ from .core.records import MemoryMatch, MemoryRecord, ScoreBreakdown
 from .core.retention import ErasureReport, RetainedPlace
 from .core.safety import SecretRefusedError
 from .core.stats import WriteStats
-from .core.store import EmbedderMismatchError
+from .core.store import EmbedderMismatchError, NamespaceCollisionError
 from .core.views import MemoryView
 from .core.writer import BackgroundWriteError
 
@@ -69,6 +69,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryView",
     "MiniLM",
+    "NamespaceCollisionError",
     "PolicyError",
     "RecallWeights",
     "RefusedChunk",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.store import make_persistent_client
@@ -75,3 +77,63 @@ def test_an_index_from_before_namespaced_rows_is_rebuilt_on_open(tmp_path: Path)
     with Memory(path, embedder=HashEmbedder()) as memory:
         assert POLICY in keyword_matched(memory, "refund window parcels", user_id="u")
         assert HANDBOOK in knowledge_keyword_matched(memory, "refunds warehouse team")
+
+
+def _colliding_pair() -> tuple[str, str]:
+    """Two namespaces with one storage name: an unsafe name becomes its safe form plus a hash
+    suffix, and a second namespace can be spelled as exactly that."""
+    import hashlib
+
+    victim = "tenant a"
+    return victim, "tenant_a_" + hashlib.sha256(victim.encode("utf-8")).hexdigest()[:8]
+
+
+def test_a_namespace_whose_storage_name_is_taken_is_refused_and_the_owner_keeps_everything(tmp_path: Path) -> None:
+    from mnemic import NamespaceCollisionError
+
+    victim, attacker = _colliding_pair()
+    path = tmp_path / "shared"
+    with Memory(path, namespace=victim, embedder=HashEmbedder()) as owner:
+        record = owner.remember("Alice banks with Northwind Savings.", user_id="alice")
+        owner.runs.begin(group="crew", user_id="alice", inputs={"question": "alice's settlement"})
+    with pytest.raises(NamespaceCollisionError, match="give this namespace another name"):
+        Memory(path, namespace=attacker, embedder=HashEmbedder())
+    with Memory(path, namespace=victim, embedder=HashEmbedder()) as owner:
+        assert [r.text for r in owner.list(user_id="alice")] == ["Alice banks with Northwind Savings."]
+        assert owner.get(record.id) is not None
+        assert [r.inputs for r in owner.runs.runs(user_id="alice")] == [{"question": "alice's settlement"}]
+
+
+def test_every_collection_of_another_namespace_is_refused_even_when_the_settings_name_no_owner(
+        tmp_path: Path) -> None:
+    """Stores from before the settings collection recorded its namespace pass the check on open;
+    each user, run and knowledge collection still refuses the other namespace."""
+    from mnemic import NamespaceCollisionError
+    from mnemic.core.store import namespace_slug
+
+    victim, attacker = _colliding_pair()
+    client = make_persistent_client(tmp_path / "chroma")
+    lexical = tmp_path / "lexical.sqlite3"
+    owner = Memory(client=client, namespace=victim, embedder=HashEmbedder(), lexical_path=lexical)
+    owner.remember("Alice banks with Northwind Savings.", user_id="alice")
+    owner.runs.begin(group="crew", user_id="alice", inputs={"question": "alice's settlement"})
+    owner.knowledge.add("The vault code policy changed in May.", verbatim=True)
+    settings = client.get_collection(f"mnemic-{namespace_slug(victim)}-meta")
+    kept = settings.get(include=["documents", "embeddings", "metadatas"])
+    client.delete_collection(settings.name)
+    client.create_collection(settings.name, metadata={"mnemic": "meta"}).add(
+        ids=kept["ids"], documents=kept["documents"], embeddings=kept["embeddings"], metadatas=kept["metadatas"])
+
+    other = Memory(client=client, namespace=attacker, embedder=HashEmbedder(), lexical_path=lexical)
+    for read in (lambda: other.list(user_id="alice"),
+                 lambda: other.recall("bank", user_id="alice"),
+                 lambda: other.runs.runs(user_id="alice"),
+                 lambda: other.knowledge.search("vault code policy"),
+                 lambda: other.forget(user_id="alice")):
+        with pytest.raises(NamespaceCollisionError):
+            read()
+    other.close()
+    assert [r.text for r in owner.list(user_id="alice")] == ["Alice banks with Northwind Savings."]
+    assert len(owner.runs.runs(user_id="alice")) == 1
+    assert owner.knowledge.search("vault code policy")
+    owner.close()

@@ -77,6 +77,28 @@ class EmbedderMismatchError(ValueError):
     """A namespace was built with one embedder and opened with another."""
 
 
+class NamespaceCollisionError(ValueError):
+    """A namespace's collection names are already taken by another namespace of the database."""
+
+
+def claim(collection: Any, namespace: str) -> Any:
+    """`collection`, after checking that it belongs to `namespace`.
+
+    Collection names carry a slug of the namespace, and two namespaces can share a slug ("tenant a"
+    and "tenant_a_<its hash>", or any two whose 32-bit hash suffixes meet): without this check the
+    second would read and erase the first one's records. Every collection records the namespace it
+    was made for; one made for another namespace is refused, never served. Collections from before
+    the bookkeeping ones recorded theirs carry none and are accepted.
+    """
+    owner = (getattr(collection, "metadata", None) or {}).get("namespace")
+    if owner is not None and owner != namespace:
+        raise NamespaceCollisionError(
+            f"namespace {namespace!r} cannot be used in this database: its collection "
+            f"{getattr(collection, 'name', '?')!r} belongs to another namespace whose name maps to the same "
+            f"storage name. Nothing was read or changed; give this namespace another name.")
+    return collection
+
+
 def make_persistent_client(path: Path) -> Any:
     import chromadb
     from chromadb.config import Settings
@@ -150,9 +172,9 @@ class ChromaStore:
     # -- collections ----------------------------------------------------------------------------
 
     def _bookkeeping(self, suffix: str) -> Any:
-        return self.client.get_or_create_collection(
-            f"{self.prefix}-{suffix}", embedding_function=None, metadata={"mnemic": suffix}
-        )
+        return claim(self.client.get_or_create_collection(
+            f"{self.prefix}-{suffix}", embedding_function=None,
+            metadata={"mnemic": suffix, "namespace": self.namespace}), self.namespace)
 
     def history_collection(self, *, create: bool = True) -> Any | None:
         """The namespace's audit trail in Chroma (server mode; an embedded store keeps it locally
@@ -163,10 +185,10 @@ class ChromaStore:
                     self._history = self._bookkeeping("history")
                 else:
                     try:
-                        self._history = self.client.get_collection(f"{self.prefix}-history",
-                                                                   embedding_function=None)
+                        history = self.client.get_collection(f"{self.prefix}-history", embedding_function=None)
                     except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
                         return None
+                    self._history = claim(history, self.namespace)
             return self._history
 
     def drop_history(self) -> None:
@@ -196,6 +218,7 @@ class ChromaStore:
                     collection = self.client.get_collection(name, embedding_function=None)
                 except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
                     return None
+            claim(collection, self.namespace)
             _upgrade_index_saving(collection)
             self._collections[name] = collection
             return collection
@@ -373,6 +396,7 @@ class ChromaStore:
                 collection = self.client.get_collection(collection_name, embedding_function=None)
             except Exception:
                 return None
+        claim(collection, self.namespace)
         rows = _rows(collection.get(ids=[record_id], include=["documents", "metadatas"]))
         return rows[0] if rows else None
 

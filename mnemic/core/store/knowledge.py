@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .chroma import StoredRow, _rows, namespace_slug
+from .chroma import StoredRow, _rows, claim, namespace_slug
 from .retry import retrying
 
 log = logging.getLogger("mnemic")
@@ -60,7 +60,7 @@ class KnowledgeCollection:
             if self._collection is not None:
                 return self._collection
             if create:
-                self._collection = self.client.get_or_create_collection(
+                found = self.client.get_or_create_collection(
                     self.name,
                     embedding_function=None,
                     configuration={"hnsw": {"space": "cosine"}},
@@ -68,9 +68,11 @@ class KnowledgeCollection:
                 )
             else:
                 try:
-                    self._collection = self.client.get_collection(self.name, embedding_function=None)
+                    found = self.client.get_collection(self.name, embedding_function=None)
                 except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
                     return None
+            # Cached only once it is known to be this namespace's.
+            self._collection = claim(found, self.namespace)
             return self._collection
 
     def batch_size(self) -> int:
@@ -194,10 +196,10 @@ class KnowledgeCollection:
     def _history_handle(self) -> Any:
         with self._lock:
             if self._history is None:
-                self._history = self.client.get_or_create_collection(
+                self._history = claim(self.client.get_or_create_collection(
                     self.history_name, embedding_function=None,
                     metadata={"mnemic": "knowledge-audit", "namespace": self.namespace},
-                )
+                ), self.namespace)
             return self._history
 
     def add_history(self, entries: Sequence[Mapping[str, Any]]) -> None:

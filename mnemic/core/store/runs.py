@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .chroma import StoredRow, _rows, namespace_slug
+from .chroma import StoredRow, _rows, claim, namespace_slug
 from .retry import retrying
 
 RUNS_COLLECTION_SUFFIX = "-runs"
@@ -46,13 +46,15 @@ class RunCollection:
             if self._collection is not None:
                 return self._collection
             if create:
-                self._collection = self.client.get_or_create_collection(
+                found = self.client.get_or_create_collection(
                     self.name, embedding_function=None, metadata={"mnemic": "runs", "namespace": self.namespace})
             else:
                 try:
-                    self._collection = self.client.get_collection(self.name, embedding_function=None)
+                    found = self.client.get_collection(self.name, embedding_function=None)
                 except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
                     return None
+            # Cached only once it is known to be this namespace's.
+            self._collection = claim(found, self.namespace)
             return self._collection
 
     def exists(self) -> bool:

@@ -151,10 +151,13 @@ def finish_interrupted_rebuilds(store: ChromaStore) -> None:
         if not (name.startswith(prefix) and name.endswith(REBUILD_SUFFIX)):
             continue
         canonical = name[:-len(REBUILD_SUFFIX)]
+        rebuilt = store.client.get_collection(name, embedding_function=None)
+        if (rebuilt.metadata or {}).get("namespace", store.namespace) != store.namespace:
+            continue  # another namespace's, whose name reduces to ours: its own store finishes it
         if canonical in names:
             store.client.delete_collection(name)
         else:
-            store.client.get_collection(name, embedding_function=None).modify(name=canonical)
+            rebuilt.modify(name=canonical)
             log.warning("finished rebuilding %s after an interrupted repair", canonical)
 
 
