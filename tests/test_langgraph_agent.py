@@ -321,6 +321,20 @@ def test_a_turn_with_tool_calls_recalls_once(memory: Memory, monkeypatch: pytest
     assert len(recalls) == 3
 
 
+def test_a_fact_invalidated_during_the_turn_leaves_the_next_model_calls_context(memory: Memory) -> None:
+    """The turn's context is cached for its later model calls, but not past a change: the agent's
+    own correction retires the old fact, and the model's next call must not be told it again."""
+    old = memory.remember("My account manager is Anna Smith.", user_id="alice")
+    hooks = MemoryHooks(memory, profile=True)
+    graph, model = agent(memory, [call("remember", fact="My account manager is now Tom Baker."), AIMessage("Noted.")],
+                         prompt=hooks.prompt)
+    graph.invoke(ask("Who is my account manager? It changed to Tom Baker."), run("alice"))
+    assert memory.get(old.id).state == "invalid"
+    first, second = (" ".join(str(m.content) for m in context_of(seen)) for seen in model.calls)
+    assert "Anna Smith" in first
+    assert "Anna Smith" not in second and "Tom Baker" in second
+
+
 def test_a_recall_failure_leaves_memory_out_instead_of_failing_the_run(memory: Memory,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     hooks = MemoryHooks(memory)

@@ -111,9 +111,11 @@ class MemoryHooks:
         self.profile_limit = profile_limit
         self.user_key = user_key
         # A turn with tool calls calls the model again for the same user message: its memory
-        # context is computed once per turn (keyed by that message's id) instead of once per call.
+        # context is computed once per turn (keyed by that message's id) instead of once per call,
+        # and computed again when the user's memory changed meanwhile (a tool call in the turn
+        # may have invalidated a fact the context holds).
         self.cache_turn = cache_turn
-        self._turns: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._turns: OrderedDict[tuple[str, str], tuple[Any, str]] = OrderedDict()
         self._profiles: dict[str, tuple[Any, float, list[MemoryRecord]]] = {}
         self._turns_lock = threading.Lock()
         self.prompt = RunnableLambda(self._prompt, afunc=self._aprompt, name="mnemic_prompt")
@@ -176,7 +178,8 @@ class MemoryHooks:
         who = self._identity(config, context)
         position = _last_human(result)
         key = self._turn_key(who, result[position] if position is not None else None)
-        cached = self._cached(key)
+        signature = _change_signature(self.memory, key[0]) if key is not None else None
+        cached = self._cached(key, signature)
         if cached is not None:
             text = cached
         else:
@@ -187,7 +190,7 @@ class MemoryHooks:
                 log.exception("memory recall failed; the model is called without memory context")
                 text = ""
             else:
-                self._remember_turn(key, text)
+                self._remember_turn(key, signature, text)
         if text:
             note = HumanMessage(content=text, id=CONTEXT_MESSAGE_ID)
             if position is None:
@@ -202,17 +205,19 @@ class MemoryHooks:
             return None
         return who.user_id, str(message.id)
 
-    def _cached(self, key: tuple[str, str] | None) -> str | None:
-        if key is None:
+    def _cached(self, key: tuple[str, str] | None, signature: Any) -> str | None:
+        """The turn's context, if it was computed while the user's memory was as it is now."""
+        if key is None or signature is None:
             return None
         with self._turns_lock:
-            return self._turns.get(key)
+            found = self._turns.get(key)
+        return found[1] if found is not None and found[0] == signature else None
 
-    def _remember_turn(self, key: tuple[str, str] | None, text: str) -> None:
-        if key is None:
+    def _remember_turn(self, key: tuple[str, str] | None, signature: Any, text: str) -> None:
+        if key is None or signature is None:
             return
         with self._turns_lock:
-            self._turns[key] = text
+            self._turns[key] = (signature, text)
             while len(self._turns) > TURN_CACHE_SIZE:
                 self._turns.popitem(last=False)
 
