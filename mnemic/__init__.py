@@ -31,6 +31,7 @@ from .core.lock import StoreLockedError
 from .core.memory import Memory
 from .core.policy import EffectivePolicy, MemoryPolicy, PolicyError
 from .core.ranking import RecallWeights
+from .core.record_writer import ConcurrentChangeError
 from .core.records import MemoryMatch, MemoryRecord, ScoreBreakdown
 from .core.retention import ErasureReport, RetainedPlace
 from .core.safety import SecretRefusedError
@@ -45,6 +46,7 @@ __all__ = [
     "BackgroundWriteError",
     "CallableEmbedder",
     "ChromaEmbedder",
+    "ConcurrentChangeError",
     "DocumentError",
     "EffectivePolicy",
     "Embedder",

@@ -36,6 +36,19 @@ from .store import ChromaStore, StoredRow
 log = logging.getLogger("mnemic")
 
 
+class ConcurrentChangeError(RuntimeError):
+    """A record changed (or went) between the read a change was built on and its write."""
+
+    def __init__(self, record_id: str, expected_version: int, current: MemoryRecord | None) -> None:
+        self.record_id = record_id
+        self.current = current
+        now = "was deleted" if current is None else f"is now version {current.version} ({current.state})"
+        super().__init__(
+            f"record {record_id} changed while this change was being prepared: it was read at version "
+            f"{expected_version} and {now}, by another Memory object or process. Nothing was written; "
+            f"read the record again and repeat the change if it still applies.")
+
+
 class RecordLock:
     """The record lock: held by whoever changes a namespace's records, for the whole change.
 
@@ -154,19 +167,34 @@ class RecordWriter:
 
     def update(self, before: MemoryRecord, after: MemoryRecord, *, action: Action, actor: str,
                reason: str | None, reembed: bool, details: dict[str, Any] | None = None) -> None:
-        """Replace a record's text and metadata; its vector too when `reembed` (the text changed)."""
+        """Replace a record's text and metadata; its vector too when `reembed` (the text changed).
+
+        Raises ConcurrentChangeError when the stored record is no longer `before`: the record lock
+        covers one Memory object, and another object or process may have changed it since it was
+        read (a reconcile waits on an LLM for seconds). Writing anyway would undo that change: an
+        invalidated fact would be served again, with no trace in its history."""
         self._admit(after, before)
         entries = [entry(action, record=after, actor=actor, before=before, after=after, reason=reason,
                          version=after.version, details=details)]
         vector = self._embed([after.text])[0] if reembed else None
+        self._check_unchanged(before)  # after embedding, the slow part, as close to the write as can be
         row = StoredRow(after.id, after.text, to_metadata(after, for_update=True), vector)
         self._apply(entries, local=lambda: self.index([after]),
                     chroma=lambda: self.store.replace_metadata(after.user_id, [row]),
                     undo=lambda: self.index([before]))
 
+    def _check_unchanged(self, before: MemoryRecord) -> None:
+        current = self.read(before.user_id, [before.id])
+        if not current or current[0].version != before.version:
+            raise ConcurrentChangeError(before.id, before.version, current[0] if current else None)
+
     def refresh(self, records: Sequence[MemoryRecord]) -> None:
         """Rewrite bookkeeping that is not a change of the record (expiry, last access): no
-        history entry, no new version. Records of one user, read under `lock`."""
+        history entry, no new version. Records of one user, read under `lock`; one that another
+        writer changed since is left as that writer left it."""
+        if records:
+            stored = {r.id: r.version for r in self.read(records[0].user_id, [r.id for r in records])}
+            records = [r for r in records if stored.get(r.id) == r.version]
         if records:
             self.store.replace_metadata(records[0].user_id, [
                 StoredRow(r.id, r.text, to_metadata(r, for_update=True)) for r in records

@@ -29,7 +29,7 @@ from .reconcile import (
     parse_reconcile,
     reconcile_schema,
 )
-from .record_writer import RecordWriter, fresh_id
+from .record_writer import ConcurrentChangeError, RecordWriter, fresh_id
 from .records import MemoryRecord, utcnow
 from .stats import WriteStats
 from .writer import PartialBatchFailure
@@ -234,12 +234,40 @@ class WritePipeline:
         return record.model_copy(update=changes)
 
 
-    def _retire(self, old: MemoryRecord, new: MemoryRecord, *, reason: str, actor: str) -> MemoryRecord:
+    def finish_retirements(self, landed: Sequence[MemoryRecord], *, actor: str) -> int:
+        """Retire the records that stored replacements supersede but that are still live: a
+        replacement is written before the record it retires, so a crash between the two leaves
+        both served. Returns how many were retired."""
+        replacing = [r for r in landed if r.supersedes and r.state != "invalid"]
+        if not replacing:
+            return 0
+        retired = 0
+        with self._records.lock:
+            olds = {r.id: r for r in self._records.read(replacing[0].user_id, [r.supersedes or "" for r in replacing])}
+            for record in replacing:
+                old = olds.get(record.supersedes or "")
+                if old is not None and old.state != "invalid":
+                    self._retire(old, record, reason="replaced by a statement stored before the last process "
+                                 f"stopped: {record.text!r}", actor=actor)
+                    retired += 1
+        return retired
+
+    def _retire(self, old: MemoryRecord, new: MemoryRecord, *, reason: str, actor: str,
+                retry: bool = True) -> MemoryRecord:
         after = old.model_copy(update={
             "state": "invalid", "invalid_reason": reason, "invalidated_by": new.id,
             "updated_at": utcnow(), "version": old.version + 1,
         })
-        self._records.update(old, after, action="invalidate", actor=actor, reason=reason, reembed=False)
+        try:
+            self._records.update(old, after, action="invalidate", actor=actor, reason=reason, reembed=False)
+        except ConcurrentChangeError as changed:
+            # Another writer got there first: retire what it left, unless it is gone or retired.
+            current = changed.current
+            if current is None:
+                return after
+            if current.state == "invalid" or not retry:
+                return current
+            return self._retire(current, new, reason=reason, actor=actor, retry=False)
         return after
 
     def similar(self, user_id: str, vector: np.ndarray, *, kind: str, k: int = 12) -> list[Similar]:
@@ -305,7 +333,8 @@ class WritePipeline:
         return decisions
 
     def _merge_duplicate(self, twin: MemoryRecord, incoming: MemoryRecord, *, actor: str,
-                         reason: str = "the same statement was remembered again") -> MemoryRecord | None:
+                         reason: str = "the same statement was remembered again",
+                         retry: bool = True) -> MemoryRecord | None:
         """The same statement again. Returns the record that stands for it, or None when the
         incoming statement must be stored as a record of its own."""
         if twin.state == "invalid":
@@ -327,5 +356,12 @@ class WritePipeline:
         })
         if incoming.text != twin.text:
             reason = f"{reason}: {incoming.text!r}"
-        self._records.update(twin, updated, action="merge", actor=actor, reason=reason, reembed=False)
+        try:
+            self._records.update(twin, updated, action="merge", actor=actor, reason=reason, reembed=False)
+        except ConcurrentChangeError as changed:
+            # The twin changed since it was read (invalidated, say, while an LLM reconciled): merge
+            # into what is stored now, or store the statement as its own record.
+            if changed.current is None or not retry:
+                return None
+            return self._merge_duplicate(changed.current, incoming, actor=actor, reason=reason, retry=False)
         return updated

@@ -1,0 +1,75 @@
+"""Two writers on one store (two Memory objects on one path, or two processes on a Chroma server):
+a change built on a read that another writer has since overtaken is not written over it. The
+record lock covers one Memory object only, and a reconcile can wait seconds on an LLM, so without
+the check a fact invalidated meanwhile came back as valid, with no trace in its history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mnemic import ConcurrentChangeError, Memory
+from mnemic.core.embeddings import HashEmbedder
+
+BOAT = "I own a sailing boat named Rex."
+
+
+@pytest.fixture
+def two_writers(tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
+    first = Memory(tmp_path / "m", embedder=HashEmbedder())
+    second = Memory(tmp_path / "m", embedder=HashEmbedder())
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()
+
+
+def served(memory: Memory, query: str) -> list[str]:
+    return [m.record.text for m in memory.recall(query, user_id="alice") if m.record.state == "valid"]
+
+
+def test_a_merge_does_not_bring_back_a_fact_invalidated_while_the_llm_reconciled(
+        two_writers: tuple[Memory, Memory]) -> None:
+    first, second = two_writers
+    boat = first.remember(BOAT, user_id="alice")
+    first.remember("Rex is a sailing boat I own with my brother.", user_id="alice")  # related: the LLM is asked
+    asked: list[int] = []
+
+    def reconciling_llm(messages: Any, schema: Any = None) -> str:
+        if not asked:
+            second.invalidate(boat.id, reason="sold the boat")
+        asked.append(1)
+        return "not json: the conservative rules decide"
+
+    first.llm = reconciling_llm
+    first.remember(BOAT, user_id="alice")  # said again: a merge into the record read before the LLM call
+    assert asked, "the scenario needs the reconcile call"
+    assert first.get(boat.id).state == "invalid" and second.get(boat.id).state == "invalid"
+    assert [h.action for h in second.history(boat.id)][:2] == ["add", "invalidate"]
+    assert "merge" not in [h.action for h in second.history(boat.id)]
+
+
+def test_an_update_built_on_a_stale_read_is_refused_and_the_invalidation_stands(
+        two_writers: tuple[Memory, Memory]) -> None:
+    first, second = two_writers
+    manager = first.remember("Alice's manager is Tom Baker.", user_id="alice")
+    real = first.embedder
+
+    class InvalidatingWhileEmbedding:
+        name, dimension = real.name, real.dimension
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            if any("ext. 42" in t for t in texts):
+                second.invalidate(manager.id, reason="Tom left")
+            return real.embed(texts)
+
+    first.embedder = InvalidatingWhileEmbedding()  # type: ignore[assignment]
+    with pytest.raises(ConcurrentChangeError, match="read the record again"):
+        first.update(manager.id, text="Alice's manager is Tom Baker (ext. 42).")
+    assert second.get(manager.id).state == "invalid"
+    assert served(second, "who is alice's manager") == []
