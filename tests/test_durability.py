@@ -337,3 +337,35 @@ def test_a_long_backlog_whose_records_landed_before_the_crash_is_not_written_twi
         records = memory.list(user_id="u", limit=100_000)
         assert sorted(r.id for r in records) == sorted(acknowledged)
         assert all(len(memory.history(r.id)) == 1 for r in records[:20])
+
+
+DIE_BETWEEN_REPLACEMENT_AND_RETIREMENT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from mnemic import Memory, HashEmbedder
+    from mnemic.core.write_pipeline import WritePipeline
+
+    def die(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    WritePipeline._retire = die
+    memory = Memory(sys.argv[1], embedder=HashEmbedder())
+    memory.remember_many(["The account manager is now Tom Baker."], user_id="acme")
+    memory.drain_writes()
+    """
+)
+
+
+def test_a_replacement_stored_just_before_a_crash_still_retires_the_fact_it_replaces(store_path: Path) -> None:
+    # "X is now Y" writes the new record first and retires the old one after; remember_many had
+    # acknowledged the statement, so its whole effect must survive a crash between the two.
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        old = memory.remember("The account manager is Anna Smith.", user_id="acme")
+    child = subprocess.run([sys.executable, "-c", DIE_BETWEEN_REPLACEMENT_AND_RETIREMENT, str(store_path)],
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        live = [r.text for r in memory.list(user_id="acme")]
+        assert live == ["The account manager is now Tom Baker."]
+        assert memory.get(old.id).state == "invalid"
+        assert [m.record.text for m in memory.recall("who is the account manager", user_id="acme")] == live

@@ -66,9 +66,19 @@ class QueuedWrites:
 
     def _replay_batch(self, user_id: str, batch: list[Journaled]) -> None:
         holders = self._records.holders(user_id, [j.record.id for j in batch])
-        # A statement whose record landed before the crash is not written again.
+        # A statement whose record landed before the crash is not written again, but what it
+        # replaces may still be live: the crash can fall between the two writes.
         todo = [j for j in batch if holders.get(j.record.id) is None or holders[j.record.id].hash != j.record.hash]
+        waiting = {j.seq for j in todo}
+        landed = [j for j in batch if j.seq not in waiting]
         kept: set[int] = set()
+        for actor in dict.fromkeys(j.actor for j in landed):
+            try:
+                self._pipeline.finish_retirements([holders[j.record.id] for j in landed if j.actor == actor],
+                                                  actor=actor)
+            except Exception as exc:  # the statements are stored; kept so the next open tries again
+                log.error("could not retire what stored statements replace: %s", exc)
+                kept.update(j.seq for j in landed if j.actor == actor)
         for actor in dict.fromkeys(j.actor for j in todo):
             theirs = [j for j in todo if j.actor == actor]
             try:
