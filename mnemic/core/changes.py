@@ -24,6 +24,7 @@ from .store import ChromaStore
 from .validation import (
     MAX_SOURCE_CHARS,
     check_categories,
+    check_erasure_scope,
     check_ids,
     check_importance,
     check_metadata,
@@ -185,6 +186,10 @@ class RecordChanges:
             )
         actor = check_name(actor, name="actor")
         owner = check_user_id(user_id) if user_id is not None else None
+        check_erasure_scope(scope)
+        if categories is not None and not isinstance(categories, str) and not list(categories):
+            raise ValueError("categories=[] names no category: forget() would erase every record in reach. "
+                             "Pass the categories to erase, or leave categories out")
         scopes = scopes_of(scope)
         cats = check_categories(categories)
         cutoff = check_older_than(older_than)

@@ -224,16 +224,32 @@ def check_older_than(value: Any) -> datetime | None:
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     try:
         if isinstance(value, timedelta):
+            if value < timedelta(0):
+                raise ValueError(f"older_than={value!r} is negative: it would reach every record, even "
+                                 "those made just now; give how long ago, as a positive duration")
             return now - value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
                 raise OverflowError
+            if value < 0:
+                raise ValueError(f"older_than={value!r} is negative: it would reach every record, even "
+                                 "those made just now; give how many seconds ago, as a positive number")
             return now - timedelta(seconds=float(value))
     except OverflowError:
         raise ValueError(
             f"older_than={value!r} reaches before the year 1: give a datetime, or a shorter timedelta "
             "or number of seconds") from None
     raise TypeError("older_than must be a datetime, a timedelta or a number of seconds")
+
+
+def check_erasure_scope(scope: Any) -> None:
+    """Refuse a scope that names nothing: read as the root it would erase every record in reach."""
+    if scope is None:
+        return
+    items = [scope] if isinstance(scope, str) else list(scope) if isinstance(scope, Iterable) else [scope]
+    if not items or any(not isinstance(item, str) or not item.strip() for item in items):
+        raise ValueError(f"scope={scope!r} names no scope: forget() would erase every record in reach. Pass "
+                         "the scope to erase (a path such as '/project/atlas'; '/' for all of them)")
 
 
 def check_ids(ids: Any) -> list[str]:
