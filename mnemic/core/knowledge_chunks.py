@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .records import ScoreBreakdown, text_hash
+from .records import ScoreBreakdown, one_line, text_hash
 from .store import StoredRow
 
 ChunkKind = Literal["passage", "fact", "verbatim"]
@@ -67,8 +67,8 @@ class KnowledgeHit(BaseModel):
 
     def format(self) -> str:
         """One line for a prompt: the passage, marked as reference text rather than an instruction."""
-        origin = f"source: {self.chunk.source}" if self.chunk.source else "operator knowledge"
-        return f"- {self.chunk.text} ({origin}, relevance {self.score:.2f})"
+        origin = f"source: {one_line(self.chunk.source)}" if self.chunk.source else "operator knowledge"
+        return f"- {one_line(self.chunk.text)} ({origin}, relevance {self.score:.2f})"
 
 
 class RefusedChunk(BaseModel):

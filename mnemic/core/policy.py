@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .records import MemoryRecord
+from .records import MemoryRecord, one_line
 
 log = logging.getLogger("mnemic.policy")
 
@@ -194,8 +194,7 @@ def format_profile(records: list[MemoryRecord]) -> str:
         return ""
     lines = [PROFILE_HEADER]
     for record in records:
-        # One line per fact: a stored newline must not let a fact pose as a new header or message.
-        lines.append(f"- {' '.join(record.text.split())} (remembered {record.created_at.date().isoformat()})")
+        lines.append(f"- {one_line(record.text)} (remembered {record.created_at.date().isoformat()})")
     return "\n".join(lines)
 
 

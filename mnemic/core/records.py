@@ -44,6 +44,12 @@ def normalise_text(text: str) -> str:
     return folded.rstrip(" .!")
 
 
+def one_line(text: str) -> str:
+    """Text for a prompt, on one line: a stored newline must not let a memory pose as a new
+    header, message or instruction after the list it is given in."""
+    return " ".join(text.split())
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()[:32]
 
@@ -161,7 +167,7 @@ class MemoryMatch(BaseModel):
     def format(self) -> str:
         """One line for a prompt: the fact, marked as a memory rather than an instruction."""
         when = self.record.created_at.date().isoformat()
-        return f"- {self.record.text} (remembered {when}, relevance {self.score:.2f})"
+        return f"- {one_line(self.record.text)} (remembered {when}, relevance {self.score:.2f})"
 
 
 def record_summary(record: MemoryRecord) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.extraction import screen_statement
 from ..core.policy import PolicyError
+from ..core.records import one_line
 from ..core.validation import scrub
 
 if TYPE_CHECKING:
@@ -101,7 +102,10 @@ def search_memory(memory: Memory, query: Any, *, user_id: str | None, limit: int
         matches = memory.recall(text, user_id=user_id, limit=limit, scope=scope, kinds=["fact", "note"])
         if not matches:
             return NO_MEMORIES
-        lines = [f"- {m.record.text} (remembered {m.record.created_at.date().isoformat()})" for m in matches]
+        # One line per fact, as in every prompt mnemic writes: a stored newline must not let a
+        # fact step outside the list it is given in and read as an instruction.
+        lines = [f"- {one_line(m.record.text)} (remembered {m.record.created_at.date().isoformat()})"
+                 for m in matches]
         return CONTEXT_NOTE + "\n" + "\n".join(lines)
     except Exception as exc:  # the agent loop must never see an exception
         log.exception("search_memory failed")
@@ -131,8 +135,8 @@ def remember(memory: Memory, fact: Any, *, user_id: str | None, scope: str | Non
             return ("Nothing was saved: that text looks like a secret or sensitive personal data, "
                     "which memory never stores.")
         if record.state == "pending":
-            return f"Saved for review (an operator confirms it before it is used): {record.text}"
-        return f"Saved to memory: {record.text}"
+            return f"Saved for review (an operator confirms it before it is used): {one_line(record.text)}"
+        return f"Saved to memory: {one_line(record.text)}"
     except PolicyError:
         return REMEMBER_OFF
     except (ValueError, TypeError) as exc:
@@ -160,7 +164,7 @@ def search_knowledge(memory: Memory, query: Any, *, limit: int = 5) -> str:
         for hit in hits:
             chunk = getattr(hit, "chunk", hit)
             source = getattr(chunk, "source", None)
-            lines.append(f"- {chunk.text}" + (f" (source: {source})" if source else ""))
+            lines.append(f"- {one_line(chunk.text)}" + (f" (source: {one_line(source)})" if source else ""))
         return KNOWLEDGE_NOTE + "\n" + "\n".join(lines)
     except Exception as exc:
         log.exception("search_knowledge failed")

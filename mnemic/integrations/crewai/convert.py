@@ -18,6 +18,7 @@ from pydantic import PrivateAttr
 
 from ...core.records import MemoryMatch as CoreMatch
 from ...core.records import MemoryRecord as CoreRecord
+from ...core.records import one_line
 from ...core.safety import redact
 from ...core.scopes import ROOT
 
@@ -60,8 +61,7 @@ class CrewMemoryMatch(MemoryMatch):
 
     def format(self) -> str:
         when = self.record.created_at.date().isoformat()
-        # One line per fact: a stored newline must not let a fact pose as a header or a message.
-        line = f"- {' '.join(self.record.content.split())} (remembered {when})"
+        line = f"- {one_line(self.record.content)} (remembered {when})"
         return f"{self._note}\n{line}" if self._note else line
 
 
@@ -103,7 +103,7 @@ def profile_match(text: str, user_id: str) -> ProfileMatch:
 
 def fact_line(record: CoreRecord) -> str:
     """A fact as `format_profile` writes it (one line), to tell which recalled facts it holds."""
-    return f"- {' '.join(record.text.split())} (remembered {record.created_at.date().isoformat()})"
+    return f"- {one_line(record.text)} (remembered {record.created_at.date().isoformat()})"
 
 
 def label(value: Any) -> str | None:
