@@ -54,6 +54,16 @@ def test_unknown_id_is_a_clear_error(run) -> None:  # type: ignore[no-untyped-de
     assert "no memory with id 'nope'" in run("memory", "delete", "nope", ok=False)
 
 
+def test_a_missing_file_and_an_empty_scope_are_clear_errors_that_erase_nothing(  # type: ignore[no-untyped-def]
+        run, tmp_path: Path) -> None:
+    missing = tmp_path / "no_such_file.txt"
+    out = run("knowledge", "add-file", str(missing), ok=False)
+    assert "Error: " in out and "no such file" in out and "Traceback" not in out
+    run("memory", "remember", "--user", "alice", "Alice prefers tea.")
+    assert "names no scope" in run("memory", "forget", "--all-users", "--scope", "", "--yes", ok=False)
+    assert "Alice prefers tea." in run("memory", "list", "--user", "alice", "--json")
+
+
 def test_policy_and_knowledge(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert '"source": "default"' in run("policy", "get")
     out = run("policy", "set", "--mode", "auto", "--knowledge", "on")

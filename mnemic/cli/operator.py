@@ -61,7 +61,7 @@ def opened(store: Path, server: str | None, namespace: str, embedder: str | None
         raise click.ClickException(str(exc)) from exc
     try:
         yield memory
-    except (KeyError, ValueError, TypeError, PermissionError) as exc:
+    except (KeyError, ValueError, TypeError, OSError) as exc:  # OSError: a missing or unreadable file
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         raise click.ClickException(str(message)) from exc
     finally:
