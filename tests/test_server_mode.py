@@ -154,3 +154,20 @@ def test_processes_writing_the_same_facts_through_a_server_store_each_once(chrom
     with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as memory:
         texts = [r.text for r in memory.list(user_id="shared-user", limit=1000)]
         assert sorted(texts) == sorted(f"Shared fact number {i}: the depot opens at {i} o'clock." for i in range(20))
+
+
+def test_langgraph_hooks_never_inject_a_fact_another_client_invalidated(chroma_server: int, namespace: str) -> None:
+    # The hooks reuse a user's profile until this process sees a change; a second client (another
+    # process, in production) invalidating a fact is not such a change, and must not wait 30 s.
+    pytest.importorskip("langgraph")
+    from mnemic.integrations.langgraph import MemoryHooks
+
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as agent_side:
+        berlin = agent_side.remember("Alice lives in Berlin.", user_id="alice")
+        agent_side.remember("Alice works as a nurse.", user_id="alice")
+        hooks = MemoryHooks(agent_side, profile=True)
+        assert "Berlin" in hooks.context_text("alice", None)
+        with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as operator:
+            operator.invalidate(berlin.id, reason="moved to Lisbon")
+        context = hooks.context_text("alice", None)
+        assert "Berlin" not in context and "nurse" in context

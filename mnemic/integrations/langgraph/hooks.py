@@ -52,7 +52,8 @@ MEMORY_KINDS = ["fact", "note"]
 TURN_CACHE_SIZE = 256
 # Memory.list reads every record of the user to find the newest few (~0.5 ms per fact here), so a
 # profile is reused until the user's memory changes. The change signature sees this process's
-# writes at once; the age limit bounds what it cannot see (another process, via a server).
+# writes at once; on a server the reused facts are read again by id (another process may have
+# invalidated one), and the age limit bounds how long a fact added elsewhere waits to appear.
 PROFILE_MAX_AGE_S = 30.0
 # Results of memory's own tools are memory's output: extracting them again would store what
 # was recalled as new (pending) tool facts.
@@ -159,7 +160,7 @@ class MemoryHooks:
             cached = self._profiles.get(user_id)
         if cached is not None and signature is not None and cached[0] == signature \
                 and now - cached[1] < PROFILE_MAX_AGE_S:
-            records = cached[2]
+            records = cached[2] if self.memory.mode == "embedded" else self._reread(cached[2])
         else:
             records = [r for r in self.memory.list(user_id=user_id, include_pending=False, kinds=MEMORY_KINDS,
                                                    limit=self.profile_limit) if not r.private]
@@ -169,6 +170,18 @@ class MemoryHooks:
                     self._profiles.pop(next(iter(self._profiles)))
         moment = utcnow()
         return [r for r in records if r.is_servable(moment)]
+
+    def _reread(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        """The cached profile as stored now. On a server another process may have invalidated a
+        fact, which this process's revision does not show: reading the few profile facts again
+        (one read each) keeps an invalidated fact out; a fact added meanwhile waits for the age limit."""
+        fresh = []
+        for record in records:
+            try:
+                fresh.append(self.memory.get(record.id))
+            except KeyError:
+                continue  # deleted or erased meanwhile
+        return fresh
 
     def context_messages(self, messages: Sequence[BaseMessage], config: Mapping[str, Any] | None = None,
                          *, context: Any = None) -> list[BaseMessage]:
