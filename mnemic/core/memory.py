@@ -335,6 +335,8 @@ class Memory:
         that record's id instead).
         """
         self._gate.check()
+        if not isinstance(texts, (str, Iterable)):
+            raise TypeError(f"remember_many() takes a list of statements (strings), got {type(texts).__name__}")
         items = builtins.list(texts) if not isinstance(texts, str) else [texts]
         if not items:
             return []
@@ -510,6 +512,9 @@ class Memory:
     def slice(self, paths: Sequence[str], *, read_only: bool = True) -> MemoryView:
         if isinstance(paths, str):
             paths = [paths]
+        paths = builtins.list(paths) if isinstance(paths, Iterable) else [paths]
+        if not all(isinstance(p, str) for p in paths):
+            raise TypeError(f"slice() takes scope paths such as '/project/atlas', got {paths!r}")
         if not paths:
             raise ValueError("slice() needs at least one scope path")
         return MemoryView(self, builtins.list(paths), read_only=read_only)

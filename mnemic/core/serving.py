@@ -9,7 +9,7 @@ cost a candidate but never serve a wrong record.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +22,15 @@ from .record_writer import RecordWriter
 from .records import KINDS, MemoryMatch, MemoryRecord, utcnow
 from .scopes import ROOT, is_within, normalise_scope
 from .store import ChromaStore
-from .validation import check_categories, check_choice, check_ids, check_limit, check_text, check_user_id
+from .validation import (
+    check_categories,
+    check_choice,
+    check_ids,
+    check_limit,
+    check_min_score,
+    check_text,
+    check_user_id,
+)
 from .writer import BackgroundWriter
 
 # Reads that walk a user's records (profile, the organisation views) look at up to this many.
@@ -39,7 +47,10 @@ def scopes_of(scope: str | Sequence[str] | None) -> list[str]:
         return [ROOT]
     if isinstance(scope, str):
         return [normalise_scope(scope)]
-    return [normalise_scope(s) for s in scope] or [ROOT]
+    paths = list(scope) if isinstance(scope, Iterable) else [scope]
+    if not all(isinstance(path, str) for path in paths):
+        raise TypeError(f"scope must be a path such as '/project/atlas' or a list of paths, got {scope!r}")
+    return [normalise_scope(path) for path in paths] or [ROOT]
 
 
 def scope_where(scopes: list[str]) -> dict[str, Any] | None:
@@ -83,6 +94,7 @@ class RecordReader:
                categories: Sequence[str] | None, kinds: Sequence[str] | None, source: str | None,
                min_score: float) -> list[MemoryMatch]:
         query_text = check_text(query, name="query", max_chars=self._max_text_chars)
+        min_score = check_min_score(min_score)
         owner = self._owner(user_id)
         limit = check_limit(limit)
         scopes = scopes_of(scope)

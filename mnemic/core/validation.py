@@ -57,13 +57,25 @@ def scrub(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
 
+# What to say when a text argument is empty, by argument name (the default suits a statement).
+_EMPTY_HINTS = {"query": "give a question or keywords to search for", "reason": "say why"}
+
+
+def check_min_score(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"min_score must be a number (0 keeps every match), got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"min_score must be a finite number, got {value!r}")
+    return float(value)
+
+
 def check_text(text: Any, *, name: str = "text", max_chars: int = MAX_TEXT_CHARS) -> str:
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a string, got {type(text).__name__}")
     check_clean(text, name=name)
     stripped = text.strip()
     if not stripped:
-        raise ValueError(f"{name} is empty: give the statement to remember")
+        raise ValueError(f"{name} is empty: {_EMPTY_HINTS.get(name, 'give the statement to remember')}")
     if len(stripped) > max_chars:
         raise ValueError(
             f"{name} is {len(stripped)} characters; the limit is {max_chars}. Store a shorter fact, "

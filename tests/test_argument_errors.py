@@ -1,0 +1,43 @@
+"""A wrong argument is named in the error, with what to pass instead, and changes nothing: these
+calls used to fail inside mnemic with Python's own words ("'int' object is not iterable",
+"'<' not supported between instances of 'float' and 'NoneType'") or with advice for another call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemic import Memory
+from mnemic.core.embeddings import HashEmbedder
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as mem:
+        mem.remember("I prefer tea over coffee.", user_id="alice")
+        yield mem
+
+
+CASES: list[tuple[str, Callable[[Memory], Any], type[Exception], str]] = [
+    ("min_score None", lambda m: m.recall("tea", user_id="alice", min_score=None), TypeError, "min_score must be"),
+    ("min_score text", lambda m: m.recall("tea", user_id="alice", min_score="0.5"), TypeError, "min_score must be"),
+    ("min_score nan", lambda m: m.recall("tea", user_id="alice", min_score=float("nan")), ValueError, "finite"),
+    ("recall scope int", lambda m: m.recall("tea", user_id="alice", scope=1), TypeError, "must be a path"),
+    ("recall scope [int]", lambda m: m.recall("tea", user_id="alice", scope=["/a", 2]), TypeError, "must be a path"),
+    ("list scope int", lambda m: m.list(scope=1), TypeError, "must be a path"),
+    ("remember_many None", lambda m: m.remember_many(None, user_id="alice"), TypeError, "list of statements"),
+    ("slice int", lambda m: m.slice(1), TypeError, "scope paths"),
+    ("empty query", lambda m: m.recall("  ", user_id="alice"), ValueError, "question or keywords"),
+    ("empty knowledge query", lambda m: m.knowledge.search(""), ValueError, "question or keywords"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "says"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_a_wrong_argument_is_named_and_nothing_changes(memory: Memory, call: Callable[[Memory], Any],
+                                                         error: type[Exception], says: str) -> None:
+    with pytest.raises(error, match=says):
+        call(memory)
+    assert [r.text for r in memory.list(user_id="alice")] == ["I prefer tea over coffee."]
