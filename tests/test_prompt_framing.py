@@ -47,3 +47,4 @@ def test_a_passage_and_its_source_with_newlines_stay_one_item(memory: Memory) ->
     assert listed_lines(answer) and all(line.startswith("- ") for line in listed_lines(answer))
     (hit,) = memory.knowledge.search("refunds days")
     assert "\n" not in hit.format()
+

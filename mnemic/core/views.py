@@ -39,6 +39,11 @@ class ViewedMemory(Protocol):
     def confirm(self, *args: Any, **kwargs: Any) -> MemoryRecord: ...
     def delete(self, *args: Any, **kwargs: Any) -> None: ...
     def forget(self, *args: Any, **kwargs: Any) -> int: ...
+    def effective_policy(self, *args: Any, **kwargs: Any) -> Any: ...
+    @property
+    def max_text_chars(self) -> int: ...
+    @property
+    def knowledge(self) -> Any: ...
 
 
 class MemoryView:
@@ -50,6 +55,20 @@ class MemoryView:
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "read-write"
         return f"MemoryView({self.paths}, {mode}, namespace={self.memory.namespace!r})"
+
+    # -- what memory's tools read (tools/core.py), so a view can be handed to them ---------------
+
+    def effective_policy(self, *args: Any, **kwargs: Any) -> Any:
+        return self.memory.effective_policy(*args, **kwargs)
+
+    @property
+    def max_text_chars(self) -> int:
+        return self.memory.max_text_chars
+
+    @property
+    def knowledge(self) -> Any:
+        """The namespace's shared knowledge; through a read-only view, for searching only."""
+        return _SearchOnlyKnowledge(self.memory.knowledge) if self.read_only else self.memory.knowledge
 
     # -- confinement --------------------------------------------------------------------------
 
@@ -160,3 +179,13 @@ class MemoryView:
         self._deny_writes("reset")
         for path in self.paths:
             self.memory.forget(scope=path)
+
+
+class _SearchOnlyKnowledge:
+    """Knowledge as a read-only view offers it: search, and nothing that writes."""
+
+    def __init__(self, knowledge: Any) -> None:
+        self._knowledge = knowledge
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        return self._knowledge.search(*args, **kwargs)

@@ -85,6 +85,9 @@ def _too_long(memory: Memory, text: str) -> str | None:
     return f"The query is too long ({len(text)} characters; at most {limit}). Search with a short question or keywords."
 
 
+READ_ONLY = "Nothing was saved: this agent's memory is read-only. It can search memory but not add to it."
+
+
 def search_memory(memory: Memory, query: Any, *, user_id: str | None, limit: int = 5,
                   scope: str | Sequence[str] | None = None) -> str:
     """Facts about this caller relevant to `query`, framed as context, or an honest refusal."""
@@ -139,6 +142,8 @@ def remember(memory: Memory, fact: Any, *, user_id: str | None, scope: str | Non
         return f"Saved to memory: {one_line(record.text)}"
     except PolicyError:
         return REMEMBER_OFF
+    except PermissionError:  # a read-only view of memory (a PolicyError is answered above)
+        return READ_ONLY
     except (ValueError, TypeError) as exc:
         return f"Nothing was saved: {exc}"
     except Exception as exc:
@@ -178,7 +183,7 @@ def allowed_tools(memory: Memory) -> list[str]:
     names = []
     if policy.mode != "off":
         names.append("search_memory")
-    if policy.mode == "explicit":
+    if policy.mode == "explicit" and not getattr(memory, "read_only", False):
         names.append("remember")
     if policy.knowledge:
         names.append("search_knowledge")
