@@ -165,6 +165,37 @@ def test_a_put_the_policy_refuses_does_not_crash_the_graph(memory: Memory) -> No
     assert store.refused == {"refused value": 1, "policy": 1}
 
 
+def test_a_layout_that_files_the_runs_user_under_another_label_is_refused_in_the_run(memory: Memory) -> None:
+    """LangGraph's docs use both ("memories", user_id) and (user_id, "memories"). With the default
+    user_position=1 the second layout filed every user's items under one owner, "memories", whom
+    any user called so could then read: inside a run whose user sits elsewhere in the namespace,
+    the store refuses and names the position that fits."""
+    from langgraph.config import get_config, get_store
+    from langgraph.store.base import InvalidNamespaceError
+
+    def remember(state: NoteState) -> dict[str, str]:
+        user = get_config()["configurable"]["user_id"]
+        get_store().put((user, "memories"), "diet", {"text": state["note"]})
+        return {"note": "done"}
+
+    def graph_with(store: MnemicStore) -> Any:
+        builder = StateGraph(NoteState)
+        builder.add_node("remember", remember)
+        builder.add_edge(START, "remember")
+        builder.add_edge("remember", END)
+        return builder.compile(store=store)
+
+    run = {"configurable": {"user_id": "alice"}}
+    with pytest.raises(InvalidNamespaceError, match="user_position=0"):
+        graph_with(MnemicStore(memory)).invoke({"note": "Alice is vegetarian."}, run)
+    assert memory.users() == []
+    graph_with(MnemicStore(memory, user_position=0)).invoke({"note": "Alice is vegetarian."}, run)
+    assert memory.users() == ["alice"]
+    # Outside a run nothing names the user: the position decides, as before.
+    MnemicStore(memory).put(("memories", "bob"), "k", {"text": "Bob likes tea."})
+    assert memory.users() == ["alice", "bob"]
+
+
 def test_the_policy_ttl_applies_to_items_without_one(memory: Memory, store: MnemicStore) -> None:
     memory.set_policy(ttl_seconds=1)
     store.put(ALICE, "k", {"text": "x"})

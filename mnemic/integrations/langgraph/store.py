@@ -81,6 +81,7 @@ from ...core.notes import Note, NoteRefusedError
 from ...core.policy import PolicyError
 from ...core.scopes import MAX_SCOPE_DEPTH, MAX_SCOPE_LENGTH
 from ...core.validation import MAX_USER_ID_CHARS
+from ...tools.langchain import IdentityError, run_identity
 from .store_filters import matches_filter, matches_namespace
 from .store_index import StoreIndex
 
@@ -183,7 +184,7 @@ class MnemicStore(BaseStore):
         """The mnemic user an item in `namespace` belongs to."""
         ns = tuple(namespace)
         if self.user_position is not None and len(ns) > self.user_position:
-            owner = ns[self.user_position]
+            owner = self._positioned_user(ns)
             if len(owner) > MAX_USER_ID_CHARS:
                 raise InvalidNamespaceError(
                     f"namespace {ns} names user {owner[:40]!r}... at position {self.user_position}, longer "
@@ -204,9 +205,24 @@ class MnemicStore(BaseStore):
                 f"{MAX_SCOPE_DEPTH - 1} labels and about {MAX_SCOPE_LENGTH} characters in all)")
         return path
 
+    def _positioned_user(self, ns: tuple[str, ...]) -> str:
+        """The label at `user_position`, unless the graph run calling the store has its user
+        somewhere else in the namespace: then the layout is the other one (LangGraph's docs use
+        both `("memories", user_id)` and `(user_id, "memories")`), and filing the item under the
+        label at the position would give every user's items to one owner ("memories")."""
+        assert self.user_position is not None
+        owner = ns[self.user_position]
+        running = _run_user()
+        if running is not None and owner != running and running in ns:
+            raise InvalidNamespaceError(
+                f"namespace {ns} names user {owner[:40]!r} at position {self.user_position}, but this run's user "
+                f"{running[:40]!r} is at position {ns.index(running)}: the item would belong to {owner[:40]!r}. "
+                f"Create the store with MnemicStore(memory, user_position={ns.index(running)}) for this layout.")
+        return owner
+
     def _users_for_prefix(self, prefix: tuple[str, ...]) -> list[str]:
         if self.user_position is not None and len(prefix) > self.user_position:
-            return [prefix[self.user_position]]
+            return [self._positioned_user(prefix)]
         # The prefix does not pin a user: every user's collection may hold matching items.
         return self.memory.users()
 
@@ -408,3 +424,13 @@ class MnemicStore(BaseStore):
 
 
 __all__ = ["MnemicStore"]
+
+
+def _run_user() -> str | None:
+    """The user of the LangGraph run this call is made in (its config's user id), if any."""
+    try:
+        from langgraph.config import get_config
+
+        return run_identity(get_config()).user_id
+    except (RuntimeError, IdentityError):  # not inside a run, or a run naming two users
+        return None
