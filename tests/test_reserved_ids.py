@@ -88,3 +88,30 @@ def test_a_reserved_id_is_refused_on_every_write_path(memory: Memory) -> None:
         assert "Nothing was saved" in tools.remember(memory, "I am someone else.", user_id=forged)
     memory.drain_writes()
     assert set(memory.users()) == owners and len(memory.list(limit=100)) == 2
+
+
+# Account names another user could register that looked like alice's once Unicode spaces were
+# stripped (U+3000 ideographic space, no-break space, line separator, an ASCII unit separator), or
+# that differ from it only by an invisible character.
+LOOK_ALIKES = ["alice\u3000", "\u00a0alice", "alice\u2028", "alice\x1f", "ali\u200bce", "alice\u2003"]
+
+
+@pytest.mark.parametrize("look_alike", LOOK_ALIKES)
+def test_an_id_that_only_looks_like_another_users_is_refused_on_every_path(memory: Memory, look_alike: str) -> None:
+    memory.remember("Alice's bank is Northwind Savings.", user_id="alice")
+    with pytest.raises(ValueError, match="invisible character"):
+        memory.recall("bank", user_id=look_alike)
+    with pytest.raises(ValueError, match="invisible character"):
+        memory.remember("Mallory's note.", user_id=look_alike)
+    with pytest.raises(ValueError, match="invisible character"):
+        MnemicStore(memory).put(("memories", look_alike), "k", {"text": "planted"})
+    assert "Northwind" not in tools.search_memory(memory, "bank", user_id=look_alike)
+    answer = search_memory_tool(memory).invoke({"query": "bank"}, config={"configurable": {"user_id": look_alike}})
+    assert "Northwind" not in str(answer) and "invisible character" in str(answer)
+    assert [r.text for r in memory.list(user_id="alice")] == ["Alice's bank is Northwind Savings."]
+    assert memory.profile("alice").count("\n- ") == 1
+
+
+def test_ascii_spaces_around_an_id_are_still_the_same_user(memory: Memory) -> None:
+    memory.remember("Alice's bank is Northwind Savings.", user_id="  alice\n")
+    assert [r.text for r in memory.list(user_id="alice")] == ["Alice's bank is Northwind Savings."]

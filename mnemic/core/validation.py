@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -84,16 +85,37 @@ def check_text(text: Any, *, name: str = "text", max_chars: int = MAX_TEXT_CHARS
     return stripped
 
 
+# Stripped from the ends of an id: the spaces and line ends a form or a header leaves.
+ASCII_WHITESPACE = " \t\n\r\f\v"
+
+
+def invisible_character(value: str) -> str | None:
+    """A character that would make an id look like another: a control, format (zero-width) or
+    line-separator character anywhere, or Unicode whitespace at either end ("alice\u3000")."""
+    for char in value:
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            return char
+    return next((char for char in (value[:1], value[-1:]) if char.isspace()), None)
+
+
 def check_user_id(user_id: Any) -> str:
-    """A caller's user id, stripped. Ids under a prefix mnemic reserves for owners it makes itself
-    (see identity.py) are refused, unless mnemic made them (an InternalUserId)."""
+    """A caller's user id, stripped of ASCII whitespace at its ends. An id with an invisible
+    character is refused, not cleaned: stripping Unicode spaces made "alice\u3000" (an account
+    name another user could register) read alice's memories. Ids under a prefix mnemic reserves
+    for owners it makes itself (see identity.py) are refused, unless mnemic made them (an
+    InternalUserId)."""
     if isinstance(user_id, InternalUserId):
         return user_id
     if not isinstance(user_id, str):
         raise TypeError(f"user_id must be a string, got {type(user_id).__name__}")
-    cleaned = user_id.strip()
+    cleaned = user_id.strip(ASCII_WHITESPACE)
     if not cleaned:
         raise ValueError("user_id is empty: every memory belongs to one user")
+    hidden = invisible_character(cleaned)
+    if hidden is not None:
+        raise ValueError(
+            f"user_id {cleaned[:60]!r} contains an invisible character (U+{ord(hidden):04X}) that would make it "
+            "look like another user's id; pass the id without it")
     if len(cleaned) > MAX_USER_ID_CHARS:
         raise ValueError(f"user_id is {len(cleaned)} characters; the limit is {MAX_USER_ID_CHARS}")
     check_clean(cleaned, name="user_id")

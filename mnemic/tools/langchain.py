@@ -27,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 from pydantic import BaseModel, Field
 
+from ..core.validation import ASCII_WHITESPACE, invisible_character
 from . import core
 
 if TYPE_CHECKING:
@@ -74,7 +75,9 @@ def _clean_id(value: Any, what: str) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise IdentityError(f"Memory is unavailable: the run's {what} must be a string, got {type(value).__name__}.")
-    text = str(value).strip()
+    text = str(value).strip(ASCII_WHITESPACE)
+    if invisible_character(text) is not None:
+        raise IdentityError(f"Memory is unavailable: the run's {what} contains an invisible character.")
     return text or None
 
 
