@@ -505,6 +505,21 @@ PHRASED += [
 "The safe code is 3-1-4-1-5",
 "my social security number is 536-90-4312",
 "wallet seed: gravity machine north sort system female filter attitude volume fold club stay feature office ecology stable narrow fog",
+# Found by an attack at stop 21: disguised tokens, passwords named by what they open, more languages.
+"ghр_16C7e42F292c6912E7710c838347Ae178B4a",  # a Cyrillic "р"
+"ｇｈｐ＿１６Ｃ７ｅ４２Ｆ２９２ｃ６９１２Ｅ７７１０ｃ８３８３４７Ａｅ１７８Ｂ４ａ",
+"my token, encoded: Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YQ==",
+"The thing I log in with at work is Tr0ub4dor&3",
+"I log into Gmail with Xk9#mP2$vL",
+"NAS login admin:Sunflower#77",
+"To unlock my laptop I type correct horse battery staple",
+"My bank PIN is four eight two one",
+"My bank password starts with Sunf",
+"Mi clave del banco es Girasol#77",
+"Şifrem Aycicegi#77",
+"كلمة المرور الخاصة بي هي Ward#7731",
+"我的登录口令是 xiangrikui77",
+"मेरा पासवर्ड Surajmukhi#77 है",
 ]
 
 SECRETS = build_secrets() + [("phrased", text) for text in PHRASED]
@@ -726,4 +741,18 @@ LOOK_ALIKES += [
 "token_expiry: 3600",
 "api_version: 2024-06-01",
 "public_key: MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
+# What the rules added at stop 21 must leave alone.
+"I log in with Google every morning.",
+"I log into Slack with my work account.",
+"To unlock my phone I use my fingerprint.",
+"To unlock the bonus level, type the cheat code from the manual.",
+"My password starts with a capital letter and ends with a symbol.",
+"The PIN is one of four options on the form.",
+"Şifremi unuttum, yenisini istedim.",
+"Mi clave favorita es la paciencia.",
+"كلمة المرور قوية جدا",
+"我的登录口令忘记了",
+"मेरा पासवर्ड भूल गया",
+"ＡＢＣ社の会議は３時からです。",
+"Мой пароль очень длинный и надежный.",
 ]

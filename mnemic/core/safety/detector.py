@@ -8,7 +8,7 @@ positive costs one fact, a false negative stores a credential.
 
 from __future__ import annotations
 
-from . import assignments, entropy, identity, prose, vendors, wallets
+from . import assignments, disguise, entropy, identity, prose, vendors, wallets
 from .hits import SecretHit, merge
 
 REDACTED = "[redacted secret]"
@@ -18,6 +18,15 @@ _WITHOUT_DIGITS = str.maketrans("", "", "0123456789")
 def find_secrets(text: str) -> list[SecretHit]:
     """Every secret found in `text`, by kind and position (overlaps merged, in order)."""
     if not text or len(text) < 3:
+        return []
+    hits = _rule_hits(text)
+    hits.extend(disguise.find(text, max(map(len, text.split()), default=0), _rule_hits))
+    return merge(hits)
+
+
+def _rule_hits(text: str) -> list[SecretHit]:
+    """What every family of rules finds in `text` as written."""
+    if len(text) < 3:
         return []
     hits: list[SecretHit] = []
     lowered = text.lower()
@@ -31,7 +40,7 @@ def find_secrets(text: str) -> list[SecretHit]:
     hits.extend(wallets.find(text, lowered, longest))
     if longest >= entropy.MIN_LENGTH:
         hits.extend(entropy.find(text))
-    return merge(hits)
+    return hits
 
 
 def contains_secret(text: str) -> bool:

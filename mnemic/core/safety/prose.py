@@ -22,7 +22,8 @@ from .values import QUOTES, describes_rather_than_gives, is_placeholder, looks_l
 _STRONG = (
     r"pass\s?words?|passwd|pwd|pw|pass\s?phrase|pass\s?code|passwort|kennwort|mot\s+de\s+passe|"
     r"contrase(?:ñ|n)a|senha|wachtwoord|parola(?:\s+d'ordine)?|has(?:ł|l)o|l(?:ö|o)senord|salasana|"
-    r"adgangskode|пароль|密码|密碼|パスワード|비밀번호|비번|암호|kata\s+sandi|"
+    r"adgangskode|пароль|密码|密碼|口令|パスワード|비밀번호|비번|암호|kata\s+sandi|(?:ş|s)ifre(?:m|miz|n|si)?|"
+    r"पासवर्ड|कूटशब्द|كلمة\s+(?:ال)?مرور(?:\s+الخاصة\s+ب\S{1,3})?|كلمة\s+السر|الرقم\s+السري|"
     r"pin(?:\s?(?:code|number|no\.?|#))?|"
     r"(?:wi[\-‐‑‒–]?fi|wlan|wpa2?|network|router|hotspot|bitlocker|recovery|encryption|master|product|license|licence|"
     r"activation)\s+(?:key|code)|"
@@ -37,14 +38,14 @@ _STRONG = (
     r"locker|padlock|lock|keypad|office|shed|storage\s+unit|key\s?box|vault)"
 )
 # Keywords that name many things: their value must look like a credential.
-_WEAK = r"pass|key|combination|combo"
+_WEAK = r"pass|key|combination|combo|clave"
 # Who or what the credential is for: "password for gmail", "the code to the front door".
 _FOR = (r"(?:\s+(?:for|to|on|of|at|from|in|do|da|de|del|du|des|für|zum|zur|pour|per|voor|para)\s+"
         r"(?:my\s+|the\s+|our\s+|your\s+|his\s+|her\s+|their\s+)?"
         r"[\w.@&'’\- ]{1,32}?)?")
 _CONNECT = (
     r"\s*(?:(?:(?<![A-Za-z])(?:is|was|are|be|es|ist|est|é|è|era|lautet)(?![A-Za-z])|'s|’s|=|:(?!//)|：|-|–|—|->|→|=>|"
-    r"是|为|は|는|은)\s*"
+    r"是|为|は|는|은|هي|هو)\s*"
     r"(?:(?:now|still|just|actually|currently|set\s+to|changed\s+to|updated\s+to|simply|literally)(?![A-Za-z]))?"
     r"\s*(?:[:\-]\s*)?|"
     r"\s+(?:is|was|has\s+been|will\s+be|got)\s+(?:changed|set|updated|reset)\s+to\s+)"
@@ -58,6 +59,16 @@ _BARE = re.compile(rf"(?i)(?<![A-Za-z0-9_\-])(?P<kw>{_STRONG}|pass)[ \t]+(?=\S)"
 _NUMERIC_KEYWORD = re.compile(
     r"(?i)^(?:pin|cvv|cvc|csc|otp|totp|code|combination|combo)|(?:code|pin|combination|combo)$"
 )
+_DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+_SPELLED_DIGITS = re.compile(rf"(?i){_DIGIT_WORD}(?:[\s,\-]+{_DIGIT_WORD}){{2,11}}\b")
+# Part of a password is a secret too: "my bank password starts with Sunf", "... ends with 42".
+_PART_OF = re.compile(
+    rf"(?i)(?<![A-Za-z0-9_\-])(?P<kw>{_STRONG})(?![A-Za-z0-9_\-])\s+(?:starts|begins|ends|start|begin|end)\s+"
+    r"(?:with|in)\s+")
+_NOT_A_PART = frozenset(
+    """a an the my your our his her their some one two three capital capitals uppercase lowercase upper lower
+    number numbers letter letters digit digits symbol symbols special character characters word same
+    different""".split())
 # A code said digit by digit: "1 2 3 4", "8-2-4-1", "4.4.1.7".
 _SPACED_DIGITS = re.compile(r"\d(?:[ \-.]\d){2,11}#?(?![\w\-.]?\d)")
 _NOT_SECRET_BEFORE = re.compile(
@@ -170,6 +181,10 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
             if phrase is not None:
                 yield SecretHit("password", start, start + len(phrase))
                 continue
+        spelled = _SPELLED_DIGITS.match(text, start) if _NUMERIC_KEYWORD.search(keyword) else None
+        if spelled is not None:  # "my PIN is four eight two one"
+            yield SecretHit("password", start, spelled.end())
+            continue
         after = text[end:end + 24]
         if describes_rather_than_gives(value, after) or is_placeholder(value):
             continue
@@ -189,6 +204,13 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
         if numeric_kind and not any(ch.isdigit() for ch in value):
             continue  # PINs and door codes hold digits: "the pin is located ..." is prose
         yield SecretHit("password", start, end)
+
+
+def _part_hits(text: str) -> Iterator[SecretHit]:
+    for match in _PART_OF.finditer(text):
+        read = _value_at(text, match.end())
+        if read is not None and read[0].lower() not in _NOT_A_PART and not is_placeholder(read[0]):
+            yield SecretHit("password", read[1], read[2])
 
 
 def _bare_hits(text: str) -> Iterator[SecretHit]:
@@ -380,18 +402,52 @@ def _named_token_hits(text: str) -> Iterator[SecretHit]:
             yield SecretHit("credential", match.start("value"), match.start("value") + len(value))
 
 
+# A password named by what it opens, not by a keyword: "I log into Gmail with Xk9#mP2$vL", "the
+# thing I log in with at work is Tr0ub4dor&3", "NAS login admin:Sunflower#77", "to unlock my laptop
+# I type correct horse battery staple". The value must look chosen (or be a passphrase of three
+# words or more): "I log in with Google", "to unlock it, type your email" are not credentials.
+_LOG_IN = r"(?i)\b(?:log(?:ging|ged|s)?|sign(?:ing|ed|s)?)[\s\-]?(?:in|on)(?:to)?\b"
+_LOG_IN_WITH = (
+    re.compile(_LOG_IN + r"[^.\n]{0,40}?\bwith\s+(?:the\s+password\s+|password\s+)?(?P<value>\S+)"),
+    re.compile(_LOG_IN + r"\s+with\b[^.\n]{0,30}?\s(?:is|=|:)\s+(?P<value>\S+)"),
+)
+_LOGIN_USER_PASS = re.compile(r"(?i)\b(?:login|log-in|logon)\s+(?P<user>[\w.@+\-]{2,40}):(?P<value>[^\s:/]{4,})")
+_UNLOCK_BY_TYPING = re.compile(
+    r"(?i)\bunlock(?:s|ed|ing)?\b[^.\n]{0,40}?\b(?:type|types|typed|enter|enters|entered|key\s+in)\s+")
+
+
+def _login_hits(text: str) -> Iterator[SecretHit]:
+    for pattern in _LOG_IN_WITH:
+        for match in pattern.finditer(text):
+            value = match.group("value").rstrip(_TRAILING)
+            if _chosen(value) and not is_placeholder(value):
+                yield SecretHit("password", match.start("value"), match.start("value") + len(value))
+    for match in _LOGIN_USER_PASS.finditer(text):
+        value = match.group("value").rstrip(_TRAILING)
+        if looks_like_password(value) and not is_placeholder(value):
+            yield SecretHit("password", match.start("value"), match.start("value") + len(value))
+    for match in _UNLOCK_BY_TYPING.finditer(text):
+        phrase = _passphrase(text, match.end())
+        read = _value_at(text, match.end())
+        if phrase is not None:
+            yield SecretHit("password", match.end(), match.end() + len(phrase))
+        elif read is not None and _chosen(read[0]) and not is_placeholder(read[0]):
+            yield SecretHit("password", read[1], read[2])
+
+
 # Substrings of the lower-cased text without which a family cannot match: cheap gates, since a
 # case-insensitive alternation costs far more per character than `in` on the lowered text.
 PASSWORD_CUES = (
     "pass", "pwd", "pw", "wort", "mot de", "contrase", "senha", "wachtwoord", "parola", "hasło", "haslo",
     "lösen", "losen", "salasana", "adgangskode", "пароль", "密码", "密碼", "パスワード", "비밀번호", "비번", "암호",
     "sandi", "fi key", "fi code", "wlan key", "network key", "wpa", "schlüssel", "schluessel", "clé", "cle ",
-    "clave", "chiave",
+    "clave", "chiave", "口令", "ifre", "पासवर्ड", "कूटशब्द", "مرور", "كلمة السر", "الرقم السري",
 )
 CODE_CUES = ("pin", "code", "combination", "combo", "otp", "cvv", "cvc", "csc", "safeword", "safe word",
              "answer", "secret word", "secret phrase", "key", "pattern")
 PAIR_CUES = ("login", "log-in", "sign-in", "sign in", "signin", "cred", "account", "opens with", "unlocks with",
              "disarms with", "open with")
+LOGIN_CUES = ("log in", "log into", "login", "log-in", "logon", "log on", "sign in", "sign into", "sign-in", "unlock")
 TOKEN_CUES = ("key", "secret", "token", "auth", "cred", "session", "sas", "connection", "recovery")
 
 
@@ -399,10 +455,13 @@ def find(text: str, lowered: str) -> Iterator[SecretHit]:
     password = any(cue in lowered for cue in PASSWORD_CUES)
     if password or any(cue in lowered for cue in CODE_CUES):
         yield from _stated_hits(text)
+        yield from _part_hits(text)
         yield from _bare_hits(text)
         yield from _phrase_hits(text)
     if any(cue in lowered for cue in PAIR_CUES):
         yield from _pair_hits(text)
+    if any(cue in lowered for cue in LOGIN_CUES):
+        yield from _login_hits(text)
     if "/" in text or "|" in text or "@" in text:
         yield from _user_password_hits(text)
     if password:

@@ -1,0 +1,84 @@
+"""Secrets written so that the rules do not read them: in full-width forms ("ｇｈｐ_…"), with
+look-alike letters from another script ("ghр_…" with a Cyrillic "р"), or wrapped in base64.
+
+The rules match ASCII shapes, so each disguise is undone on a copy of the text and the rules run
+on it again. Undoing keeps one character for one character (full-width forms fold to ASCII one for
+one; look-alikes are mapped only inside a word that also holds ASCII letters or digits, since a
+word in one script is just Cyrillic or Greek), so a hit on the copy marks the same span of the
+original. A base64 run counts when it decodes to text (a token, an assignment) that holds a secret;
+the whole run is the hit.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import unicodedata
+from collections.abc import Callable, Iterator
+
+from .hits import SecretHit
+
+# Cyrillic and Greek letters drawn like Latin ones (Unicode's confusables, the common ones).
+_LOOK_ALIKES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t",
+    "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ɡ": "g", "һ": "h",
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T",
+    "Х": "X", "І": "I", "Ј": "J", "Ѕ": "S", "Ү": "Y",
+    "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O",
+    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+})
+_WORD = re.compile(r"\S+")
+_ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{24,}={0,2}(?![A-Za-z0-9+/=_\-])")
+MIN_BASE64 = 24
+
+
+def _fold(char: str) -> str:
+    folded = unicodedata.normalize("NFKC", char)
+    return folded if len(folded) == 1 else char
+
+
+def undisguised(text: str) -> str:
+    """`text` with full-width forms folded and look-alike letters mapped, one character for one."""
+    if unicodedata.is_normalized("NFKC", text):
+        folded = text
+    else:
+        folded = "".join(_fold(char) if not char.isascii() else char for char in text)
+    parts: list[str] = []
+    cursor = 0
+    for word in _WORD.finditer(folded):
+        value = word.group()
+        if not value.isascii() and _ASCII_ALNUM.search(value):
+            parts.append(folded[cursor:word.start()])
+            parts.append(value.translate(_LOOK_ALIKES))
+            cursor = word.end()
+    parts.append(folded[cursor:])
+    return "".join(parts)
+
+
+def _decoded(run: str) -> str | None:
+    """The text a base64 run stands for, if it decodes to mostly printable ASCII."""
+    padded = run + "=" * (-len(run) % 4)
+    try:
+        raw = base64.b64decode(padded, altchars=b"-_" if ("-" in run or "_" in run) else None, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) < 12:
+        return None
+    printable = sum(32 <= byte < 127 or byte in (9, 10, 13) for byte in raw)
+    return raw.decode("ascii", errors="replace") if printable >= 0.9 * len(raw) else None
+
+
+def find(text: str, longest: int, rules: Callable[[str], list[SecretHit]]) -> Iterator[SecretHit]:
+    """Secrets the rules find once each disguise is undone (`rules` runs every family on a text)."""
+    if not text.isascii():
+        plain = undisguised(text)
+        if plain != text:
+            yield from rules(plain)
+    if longest >= MIN_BASE64:
+        for run in _BASE64_RUN.finditer(text):
+            decoded = _decoded(run.group())
+            if decoded is not None and rules(decoded):
+                yield SecretHit("encoded_secret", run.start(), run.end())
