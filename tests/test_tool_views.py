@@ -1,6 +1,6 @@
 """Memory's tools take a view as well as a Memory: a read-only slice gives an agent search over
 its subtree and an honest answer when asked to remember (it used to answer "failed
-(AttributeError ...)")."""
+(AttributeError ...)"). And the remember tool saves a fact, not a lone dot or a row of emoji."""
 
 from __future__ import annotations
 
@@ -33,3 +33,10 @@ def test_the_tools_work_through_a_read_only_slice_and_say_honestly_that_it_is(me
     assert "MySQL" not in " ".join(r.text for r in memory.list(user_id="alice"))
     assert "nightly" in core.search_knowledge(work, "postgres backups")
     assert not hasattr(work.knowledge, "add")
+
+
+@pytest.mark.parametrize("junk", [".", "1", "-", "\U0001F600" * 50, "  ...  "])
+def test_the_remember_tool_saves_no_text_without_a_word(memory: Memory, junk: str) -> None:
+    memory.set_policy(mode="explicit")
+    assert core.remember(memory, junk, user_id="alice").startswith("Nothing was saved")
+    assert memory.list(user_id="alice") == []

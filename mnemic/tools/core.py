@@ -127,7 +127,7 @@ def remember(memory: Memory, fact: Any, *, user_id: str | None, scope: str | Non
         if mode == "auto":
             return REMEMBER_AUTO
         given = _clean(fact, "fact")
-        if given is None:
+        if given is None or not any(char.isalpha() for char in given):  # "", ".", "1", a row of emoji
             return "Nothing was saved: give the fact to remember as a short sentence."
         text, not_a_fact = screen_statement(given)
         if text is None:
