@@ -369,3 +369,16 @@ def test_a_replacement_stored_just_before_a_crash_still_retires_the_fact_it_repl
         assert live == ["The account manager is now Tom Baker."]
         assert memory.get(old.id).state == "invalid"
         assert [m.record.text for m in memory.recall("who is the account manager", user_id="acme")] == live
+
+
+def test_a_store_deleted_and_made_again_at_the_same_path_in_one_process_works(store_path: Path) -> None:
+    # Chroma keeps a system per path until its clients close: closing a Memory releases it, so the
+    # new store is really new (it failed with chromadb's "unable to open database file").
+    import shutil
+
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        memory.remember("I prefer tea over coffee.", user_id="alice")
+    shutil.rmtree(store_path)
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        memory.remember("Bob likes jazz.", user_id="bob")
+        assert [r.text for r in memory.list()] == ["Bob likes jazz."]

@@ -16,6 +16,7 @@ Every read re-checks ownership, state and expiry on records fetched from Chroma 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 import shutil
 import tempfile
@@ -117,10 +118,12 @@ class Memory:
                 raise
             lexical_file: Path | None = self.path / "lexical.sqlite3"
             self.mode = "embedded"
+            self._own_client: Any | None = client
         else:
             self.path = None
             lexical_file = Path(lexical_path) if lexical_path is not None else None
             self.mode = "client"
+            self._own_client = None  # the caller's client: theirs to close
         self.embedder: Embedder = resolve_embedder(embedder)
         self.llm = checked_llm
         self.weights = weights or RecallWeights()
@@ -212,6 +215,11 @@ class Memory:
         self._lexical.close()
         self._local.close()
         self._gate.close()
+        if self._own_client is not None:
+            # Chroma keeps one system per path for the whole process until its clients close: a
+            # store deleted and made again at the same path would otherwise reach the old one.
+            with contextlib.suppress(Exception):
+                self._own_client.close()
         if self._lock_handle is not None:
             self._lock_handle.release()
         if self._temporary is not None:
