@@ -16,6 +16,7 @@ from mnemic.core.embeddings import HashEmbedder
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     monkeypatch.setenv("MNEMIC_STORE", str(tmp_path / "store"))
     monkeypatch.setenv("MNEMIC_EMBEDDER", "hash")
+    Memory(tmp_path / "store", embedder=HashEmbedder()).close()  # commands that only read need a store
     runner = CliRunner()
 
     def invoke(*args: str, ok: bool = True) -> str:
@@ -62,6 +63,17 @@ def test_a_missing_file_and_an_empty_scope_are_clear_errors_that_erase_nothing( 
     run("memory", "remember", "--user", "alice", "Alice prefers tea.")
     assert "names no scope" in run("memory", "forget", "--all-users", "--scope", "", "--yes", ok=False)
     assert "Alice prefers tea." in run("memory", "list", "--user", "alice", "--json")
+
+
+def test_a_mistyped_store_is_an_error_and_no_store_is_made(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    typo = tmp_path / "stroe"
+    for command in (["memory", "list", "--all-users"], ["memory", "recall", "--user", "alice", "tea"],
+                    ["policy", "get"], ["knowledge", "search", "tea"]):
+        out = run(*command, "--store", str(typo), ok=False)
+        assert "no mnemic store at" in out and "--store" in out
+    assert not typo.exists()
+    run("memory", "remember", "--user", "alice", "Alice prefers tea.", "--store", str(typo))  # adding makes one
+    assert "Alice prefers tea." in run("memory", "list", "--user", "alice", "--json", "--store", str(typo))
 
 
 def test_policy_and_knowledge(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -42,7 +42,14 @@ def store_options(command: F) -> F:
 
 
 @contextmanager
-def opened(store: Path, server: str | None, namespace: str, embedder: str | None) -> Iterator[Memory]:
+def opened(store: Path, server: str | None, namespace: str, embedder: str | None, *,
+           create: bool = False) -> Iterator[Memory]:
+    """The store a command works on. Only commands that add something (`create`) make a store
+    where there is none: a mistyped --store must not answer "nothing there" from a new empty one."""
+    if not server and not create and not Path(store).expanduser().exists():
+        raise click.ClickException(
+            f"no mnemic store at {store}: check --store (or MNEMIC_STORE). Commands that add memories, "
+            "knowledge or a policy create one.")
     try:
         if server:
             import chromadb
@@ -122,7 +129,7 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
 def remember_command(store: Path, server: str | None, namespace: str, embedder: str | None, user_id: str,
                      scope: str | None, text: str) -> None:
     """Add one fact as written, attributed to the operator."""
-    with opened(store, server, namespace, embedder) as memory:
+    with opened(store, server, namespace, embedder, create=True) as memory:
         record = memory.remember(text, user_id=user_id, scope=scope, author="operator", source_kind="operator",
                                  actor="operator")
         if record is None:
@@ -258,7 +265,7 @@ def policy_set(store: Path, server: str | None, namespace: str, embedder: str | 
         changes["topics"] = [t for t in changes["topics"].split(",") if t.strip()]
     if not changes:
         raise click.UsageError("give at least one setting, e.g. --mode auto")
-    with opened(store, server, namespace, embedder) as memory:
+    with opened(store, server, namespace, embedder, create=True) as memory:
         effective = memory.set_policy(**changes)
         click.echo(json.dumps({"namespace": namespace, "source": effective.source,
                                "policy": effective.policy.model_dump(mode="json")}, indent=2))
@@ -278,7 +285,7 @@ def knowledge_group() -> None:
 @click.argument("text")
 def knowledge_add(store: Path, server: str | None, namespace: str, embedder: str | None, verbatim: bool,
                   source: str | None, text: str) -> None:
-    with opened(store, server, namespace, embedder) as memory:
+    with opened(store, server, namespace, embedder, create=True) as memory:
         result = memory.knowledge.add(text, verbatim=verbatim, source=source)
         _out.print(f"added {len(result.added)} facts ({len(result.duplicates)} already known)")
 
@@ -289,7 +296,7 @@ def knowledge_add(store: Path, server: str | None, namespace: str, embedder: str
 def knowledge_add_file(store: Path, server: str | None, namespace: str, embedder: str | None,
                        paths: tuple[Path, ...]) -> None:
     """Ingest .txt, .md, .json, .csv or .pdf files, chunked with overlap."""
-    with opened(store, server, namespace, embedder) as memory, Progress(console=_err) as bar:
+    with opened(store, server, namespace, embedder, create=True) as memory, Progress(console=_err) as bar:
         for path in paths:
             task = bar.add_task(str(path), total=None)
 
