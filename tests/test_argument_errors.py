@@ -29,7 +29,7 @@ CASES: list[tuple[str, Callable[[Memory], Any], type[Exception], str]] = [
     ("recall scope [int]", lambda m: m.recall("tea", user_id="alice", scope=["/a", 2]), TypeError, "must be a path"),
     ("list scope int", lambda m: m.list(scope=1), TypeError, "must be a path"),
     ("remember_many None", lambda m: m.remember_many(None, user_id="alice"), TypeError, "list of statements"),
-    ("slice int", lambda m: m.slice(1), TypeError, "scope paths"),
+    ("slice int", lambda m: m.slice(1), TypeError, "must be a path"),
     ("empty query", lambda m: m.recall("  ", user_id="alice"), ValueError, "question or keywords"),
     ("empty knowledge query", lambda m: m.knowledge.search(""), ValueError, "question or keywords"),
 ]

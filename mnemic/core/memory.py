@@ -60,7 +60,7 @@ from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, RunCollection, make_persistent_client
 from .store.history import ChromaHistory
-from .validation import MAX_TEXT_CHARS, check_optional_str
+from .validation import MAX_TEXT_CHARS, check_optional_str, scope_paths
 from .views import MemoryView
 from .write_journal import WriteJournal
 from .write_pipeline import WritePipeline
@@ -518,14 +518,10 @@ class Memory:
         return MemoryView(self, [path], read_only=False)
 
     def slice(self, paths: Sequence[str], *, read_only: bool = True) -> MemoryView:
-        if isinstance(paths, str):
-            paths = [paths]
-        paths = builtins.list(paths) if isinstance(paths, Iterable) else [paths]
-        if not all(isinstance(p, str) for p in paths):
-            raise TypeError(f"slice() takes scope paths such as '/project/atlas', got {paths!r}")
+        paths = scope_paths(paths, name="slice()'s paths")
         if not paths:
             raise ValueError("slice() needs at least one scope path")
-        return MemoryView(self, builtins.list(paths), read_only=read_only)
+        return MemoryView(self, paths, read_only=read_only)
 
     def list_scopes(self, parent: str = ROOT, *, user_id: str | None = None) -> builtins.list[str]:
         """The direct child scopes of `parent` that hold records."""

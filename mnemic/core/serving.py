@@ -9,7 +9,7 @@ cost a candidate but never serve a wrong record.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +30,7 @@ from .validation import (
     check_min_score,
     check_text,
     check_user_id,
+    scope_paths,
 )
 from .writer import BackgroundWriter
 
@@ -45,12 +46,7 @@ def scopes_of(scope: str | Sequence[str] | None) -> list[str]:
     """A scope argument (one path, several, or none for the whole namespace) as normalised paths."""
     if scope is None:
         return [ROOT]
-    if isinstance(scope, str):
-        return [normalise_scope(scope)]
-    paths = list(scope) if isinstance(scope, Iterable) else [scope]
-    if not all(isinstance(path, str) for path in paths):
-        raise TypeError(f"scope must be a path such as '/project/atlas' or a list of paths, got {scope!r}")
-    return [normalise_scope(path) for path in paths] or [ROOT]
+    return [normalise_scope(path) for path in scope_paths(scope)] or [ROOT]
 
 
 def scope_where(scopes: list[str]) -> dict[str, Any] | None:

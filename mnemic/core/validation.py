@@ -276,6 +276,14 @@ def check_older_than(value: Any) -> datetime | None:
     raise TypeError("older_than must be a datetime, a timedelta or a number of seconds")
 
 
+def scope_paths(scope: Any, *, name: str = "scope") -> list[str]:
+    """One path or several as a list of strings (not yet normalised); a TypeError names the rest."""
+    paths = [scope] if isinstance(scope, str) else list(scope) if isinstance(scope, Iterable) else [scope]
+    if not all(isinstance(path, str) for path in paths):
+        raise TypeError(f"{name} must be a path such as '/project/atlas' or a list of paths, got {scope!r}")
+    return paths
+
+
 def check_erasure_scope(scope: Any) -> None:
     """Refuse a scope that names nothing: read as the root it would erase every record in reach."""
     if scope is None:
