@@ -520,6 +520,8 @@ PHRASED += [
 "كلمة المرور الخاصة بي هي Ward#7731",
 "我的登录口令是 xiangrikui77",
 "मेरा पासवर्ड Surajmukhi#77 है",
+"my pass\u200bword is Sunflower#77",  # a zero-width space inside the keyword
+"ghp_A1b2\u200bC3d4E5f6\u200bG7h8I9j0K1l2\u200bM3n4O5p6Q7r8",
 ]
 
 SECRETS = build_secrets() + [("phrased", text) for text in PHRASED]
@@ -755,4 +757,29 @@ LOOK_ALIKES += [
 "मेरा पासवर्ड भूल गया",
 "ＡＢＣ社の会議は３時からです。",
 "Мой пароль очень длинный и надежный.",
+# False positives a first version of those rules had (found by a second attack).
+"After I unlocked the laptop I typed up the meeting notes.",
+"To unlock the screen, type anything and press Enter.",
+"To unlock a cell in Excel, type Ctrl+1 and uncheck Locked.",
+"To unlock the bootloader I typed fastboot flashing unlock.",
+"To unlock his phone, she typed his birthday into the box.",
+"I log in with Auth0 at work.",
+"I sign in with Office365 at work.",
+"I log into Jira with SAML-2.0 SSO.",
+"I log into ChatGPT with GPT-4o selected.",
+"The username I log in with is jsmith42.",
+"The email I sign in with is bob.smith2023@gmail.com.",
+"The NAS login 192.168.1.20:5000 is slow today.",
+"Use login localhost:8080 for the dev server.",
+"My password starts with something only I know.",
+"Your password ends in .com? That's weird.",
+"The combination is one, two, three, go!",
+"The combo is one, two, one, two — a jab-jab-cross pattern.",
+"La clave del curso es MAT-1001.",
+"Şifre: aynı, değiştirmedim.",
+"كلمة السر هي الصبر.",
+"पासवर्ड: एडमिन से पूछें।",
+"淘口令是￥Xk9mP2vL￥，快去抢。",
+"口令：芝麻开门。",
+"ＰＩＮは４桁です。",
 ]

@@ -1,12 +1,14 @@
 """Secrets written so that the rules do not read them: in full-width forms ("ｇｈｐ_…"), with
-look-alike letters from another script ("ghр_…" with a Cyrillic "р"), or wrapped in base64.
+look-alike letters from another script ("ghр_…" with a Cyrillic "р"), with invisible characters
+inside ("pass\u200bword", a zero-width space), or wrapped in base64.
 
-The rules match ASCII shapes, so each disguise is undone on a copy of the text and the rules run
-on it again. Undoing keeps one character for one character (full-width forms fold to ASCII one for
-one; look-alikes are mapped only inside a word that also holds ASCII letters or digits, since a
-word in one script is just Cyrillic or Greek), so a hit on the copy marks the same span of the
-original. A base64 run counts when it decodes to text (a token, an assignment) that holds a secret;
-the whole run is the hit.
+Each disguise is undone on a copy of the text and rules run on it again, with hits mapped back to
+the original. Invisible characters (format characters, combining marks) are dropped and every rule
+runs. Full-width forms are folded and look-alikes mapped one character for one (look-alikes only
+inside a word that also holds ASCII letters or digits: a word in one script is just Cyrillic or
+Greek), and only the token shapes run on that copy: the prose rules would read folded Japanese
+("ＰＩＮは４桁です", "the PIN is four digits") as a PIN given. A base64 run counts when it decodes to
+text that holds a secret; the whole run is the hit.
 """
 
 from __future__ import annotations
@@ -71,12 +73,21 @@ def _decoded(run: str) -> str | None:
     return raw.decode("ascii", errors="replace") if printable >= 0.9 * len(raw) else None
 
 
-def find(text: str, longest: int, rules: Callable[[str], list[SecretHit]]) -> Iterator[SecretHit]:
-    """Secrets the rules find once each disguise is undone (`rules` runs every family on a text)."""
+_INVISIBLE = frozenset({"Cf", "Mn"})
+
+
+def find(text: str, longest: int, rules: Callable[[str], list[SecretHit]],
+         tokens: Callable[[str], list[SecretHit]]) -> Iterator[SecretHit]:
+    """Secrets found once each disguise is undone (`rules` runs every family on a text, `tokens`
+    the token shapes only)."""
     if not text.isascii():
+        kept = [i for i, char in enumerate(text) if unicodedata.category(char) not in _INVISIBLE]
+        if len(kept) < len(text):
+            for hit in rules("".join(text[i] for i in kept)):
+                yield SecretHit(hit.kind, kept[hit.start], kept[hit.end - 1] + 1)
         plain = undisguised(text)
         if plain != text:
-            yield from rules(plain)
+            yield from tokens(plain)
     if longest >= MIN_BASE64:
         for run in _BASE64_RUN.finditer(text):
             decoded = _decoded(run.group())

@@ -18,12 +18,18 @@ from collections.abc import Iterator
 from .hits import SecretHit
 from .values import QUOTES, describes_rather_than_gives, is_placeholder, looks_like_password, looks_like_token
 
+# Keywords whose value counts only when it looks chosen (a digit, a symbol, a case change): in these
+# languages the words after them are checked against no list of ordinary words ("şifre: aynı",
+# "كلمة السر هي الصبر"), and a password is typed in Latin letters and digits anyway.
+_CHOSEN_ONLY = (r"(?<!淘)口令|(?:ş|s)ifre(?:m|miz|n|si)?|पासवर्ड|कूटशब्द|كلمة\s+(?:ال)?مرور(?:\s+الخاصة\s+ب\S{1,3})?|"
+                r"كلمة\s+السر|الرقم\s+السري")
 # Keywords whose value is a credential at any length.
 _STRONG = (
     r"pass\s?words?|passwd|pwd|pw|pass\s?phrase|pass\s?code|passwort|kennwort|mot\s+de\s+passe|"
     r"contrase(?:ñ|n)a|senha|wachtwoord|parola(?:\s+d'ordine)?|has(?:ł|l)o|l(?:ö|o)senord|salasana|"
-    r"adgangskode|пароль|密码|密碼|口令|パスワード|비밀번호|비번|암호|kata\s+sandi|(?:ş|s)ifre(?:m|miz|n|si)?|"
-    r"पासवर्ड|कूटशब्द|كلمة\s+(?:ال)?مرور(?:\s+الخاصة\s+ب\S{1,3})?|كلمة\s+السر|الرقم\s+السري|"
+    r"adgangskode|пароль|密码|密碼|パスワード|비밀번호|비번|암호|kata\s+sandi|"
+    r"clave\s+(?:del\s+banco|bancaria|de\s+acceso|secreta)|"
+    rf"{_CHOSEN_ONLY}|"
     r"pin(?:\s?(?:code|number|no\.?|#))?|"
     r"(?:wi[\-‐‑‒–]?fi|wlan|wpa2?|network|router|hotspot|bitlocker|recovery|encryption|master|product|license|licence|"
     r"activation)\s+(?:key|code)|"
@@ -38,7 +44,7 @@ _STRONG = (
     r"locker|padlock|lock|keypad|office|shed|storage\s+unit|key\s?box|vault)"
 )
 # Keywords that name many things: their value must look like a credential.
-_WEAK = r"pass|key|combination|combo|clave"
+_WEAK = r"pass|key|combination|combo"
 # Who or what the credential is for: "password for gmail", "the code to the front door".
 _FOR = (r"(?:\s+(?:for|to|on|of|at|from|in|do|da|de|del|du|des|für|zum|zur|pour|per|voor|para)\s+"
         r"(?:my\s+|the\s+|our\s+|your\s+|his\s+|her\s+|their\s+)?"
@@ -60,7 +66,8 @@ _NUMERIC_KEYWORD = re.compile(
     r"(?i)^(?:pin|cvv|cvc|csc|otp|totp|code|combination|combo)|(?:code|pin|combination|combo)$"
 )
 _DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
-_SPELLED_DIGITS = re.compile(rf"(?i){_DIGIT_WORD}(?:[\s,\-]+{_DIGIT_WORD}){{2,11}}\b")
+_SPELLED_DIGITS = re.compile(rf"(?i){_DIGIT_WORD}(?:[\s,\-]+{_DIGIT_WORD}){{3,11}}\b(?![\s,]*(?:or|digits?)\b)")
+_SPELLED_KEYWORD = re.compile(r"(?i)pin|code|pass")
 # Part of a password is a secret too: "my bank password starts with Sunf", "... ends with 42".
 _PART_OF = re.compile(
     rf"(?i)(?<![A-Za-z0-9_\-])(?P<kw>{_STRONG})(?![A-Za-z0-9_\-])\s+(?:starts|begins|ends|start|begin|end)\s+"
@@ -181,7 +188,7 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
             if phrase is not None:
                 yield SecretHit("password", start, start + len(phrase))
                 continue
-        spelled = _SPELLED_DIGITS.match(text, start) if _NUMERIC_KEYWORD.search(keyword) else None
+        spelled = _SPELLED_DIGITS.match(text, start) if _SPELLED_KEYWORD.search(keyword) else None
         if spelled is not None:  # "my PIN is four eight two one"
             yield SecretHit("password", start, spelled.end())
             continue
@@ -189,7 +196,10 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
         if describes_rather_than_gives(value, after) or is_placeholder(value):
             continue
         connector = text[match.start("kw") + len(keyword):match.end()].strip().lower()
-        weak = re.fullmatch(_WEAK, keyword) is not None
+        chosen_only = re.fullmatch(_CHOSEN_ONLY, keyword) is not None
+        if chosen_only and not (_chosen(value) and any(ch.isascii() and ch.isalnum() for ch in value)):
+            continue  # "şifre: aynı", "口令：芝麻开门", "पासवर्ड: एडमिन से पूछें"
+        weak = re.fullmatch(_WEAK, keyword) is not None or chosen_only
         possessive = re.search(r"(?i)\b(?:my|our|his|her|their)\s+(?:\S+\s+){0,2}$",
                                text[max(0, match.start() - 30):match.start()])
         if keyword.endswith("s") and connector.startswith("are") and not weak and not possessive:
@@ -209,7 +219,9 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
 def _part_hits(text: str) -> Iterator[SecretHit]:
     for match in _PART_OF.finditer(text):
         read = _value_at(text, match.end())
-        if read is not None and read[0].lower() not in _NOT_A_PART and not is_placeholder(read[0]):
+        if read is None or len(read[0]) < 3 or read[0].lower() in _NOT_A_PART or is_placeholder(read[0]):
+            continue
+        if any(ch.isdigit() or ch.isupper() for ch in read[0]):  # "Sunf", "…42", not "whatever"
             yield SecretHit("password", read[1], read[2])
 
 
@@ -404,34 +416,59 @@ def _named_token_hits(text: str) -> Iterator[SecretHit]:
 
 # A password named by what it opens, not by a keyword: "I log into Gmail with Xk9#mP2$vL", "the
 # thing I log in with at work is Tr0ub4dor&3", "NAS login admin:Sunflower#77", "to unlock my laptop
-# I type correct horse battery staple". The value must look chosen (or be a passphrase of three
-# words or more): "I log in with Google", "to unlock it, type your email" are not credentials.
+# I type correct horse battery staple". With no keyword to say it is a password, the value must
+# hold a password's symbol beside letters and digits ("Auth0", "SAML-2.0", "GPT-4o", "jsmith42",
+# "localhost:8080" are not), or, after unlocking one's own device, be a passphrase of plain words
+# ("to unlock the screen, type anything and press Enter" is an instruction, not one).
 _LOG_IN = r"(?i)\b(?:log(?:ging|ged|s)?|sign(?:ing|ed|s)?)[\s\-]?(?:in|on)(?:to)?\b"
 _LOG_IN_WITH = (
     re.compile(_LOG_IN + r"[^.\n]{0,40}?\bwith\s+(?:the\s+password\s+|password\s+)?(?P<value>\S+)"),
     re.compile(_LOG_IN + r"\s+with\b[^.\n]{0,30}?\s(?:is|=|:)\s+(?P<value>\S+)"),
 )
 _LOGIN_USER_PASS = re.compile(r"(?i)\b(?:login|log-in|logon)\s+(?P<user>[\w.@+\-]{2,40}):(?P<value>[^\s:/]{4,})")
-_UNLOCK_BY_TYPING = re.compile(
-    r"(?i)\bunlock(?:s|ed|ing)?\b[^.\n]{0,40}?\b(?:type|types|typed|enter|enters|entered|key\s+in)\s+")
+_UNLOCK_MINE = re.compile(
+    r"(?i)\bunlock(?:s|ed|ing)?\s+(?:my|our)\s+(?:[\w\-]+\s+)?(?:laptop|computer|pc|mac|macbook|phone|iphone|"
+    r"tablet|ipad|desktop|workstation|account|wallet|vault|safe|drive|disk)\b[^.\n]{0,20}?"
+    r"\b(?:i\s+)?(?:type|types|typed|enter|enters|entered|key\s+in)\s+")
+_PASSWORD_MARKS = frozenset("!@#$%^&*?~+=<>|;")
+_FUNCTION_WORDS = frozenset(
+    """a an the and or but if then than so as to into onto in on at by of for from with without up down out
+    over it its this that these those my your our his her their me him them us is are was were be been
+    press click tap hold wait see again twice once until when while""".split())
+_PLAIN_WORD = re.compile(r"[a-z]{2,}")
+_EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+
+
+def _marked_password(value: str) -> bool:
+    """Letters, digits and a symbol only passwords carry (not "-", ".", "/", "_" of names and
+    versions, nor the "@" of an email address)."""
+    if _EMAIL.fullmatch(value):
+        return False
+    return (any(ch.isalpha() for ch in value) and any(ch.isdigit() for ch in value)
+            and any(ch in _PASSWORD_MARKS for ch in value) and not is_placeholder(value))
+
+
+def _plain_passphrase(text: str, start: int) -> str | None:
+    """Three to eight plain lower-case words ending the clause, none of them a function word."""
+    clause = re.split(r"[.;,!?\n]", text[start:start + 120], maxsplit=1)[0].strip()
+    words = clause.split()
+    if 3 <= len(words) <= 8 and all(_PLAIN_WORD.fullmatch(w) and w not in _FUNCTION_WORDS for w in words):
+        return clause
+    return None
 
 
 def _login_hits(text: str) -> Iterator[SecretHit]:
-    for pattern in _LOG_IN_WITH:
+    for pattern in (*_LOG_IN_WITH, _LOGIN_USER_PASS):
         for match in pattern.finditer(text):
             value = match.group("value").rstrip(_TRAILING)
-            if _chosen(value) and not is_placeholder(value):
+            if _marked_password(value):
                 yield SecretHit("password", match.start("value"), match.start("value") + len(value))
-    for match in _LOGIN_USER_PASS.finditer(text):
-        value = match.group("value").rstrip(_TRAILING)
-        if looks_like_password(value) and not is_placeholder(value):
-            yield SecretHit("password", match.start("value"), match.start("value") + len(value))
-    for match in _UNLOCK_BY_TYPING.finditer(text):
-        phrase = _passphrase(text, match.end())
+    for match in _UNLOCK_MINE.finditer(text):
+        phrase = _plain_passphrase(text, match.end())
         read = _value_at(text, match.end())
         if phrase is not None:
             yield SecretHit("password", match.end(), match.end() + len(phrase))
-        elif read is not None and _chosen(read[0]) and not is_placeholder(read[0]):
+        elif read is not None and _marked_password(read[0]):
             yield SecretHit("password", read[1], read[2])
 
 
