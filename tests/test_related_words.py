@@ -71,7 +71,8 @@ def test_a_name_in_the_question_lends_nothing_to_other_names(tmp_path: Path) -> 
         memory.remember("Michelle went sailing last summer", user_id="ana")
         memory.remember_many([f"Errand {i}: groceries" for i in range(10)], user_id="ana")
         for match in memory.recall("Where did Melanie go?", user_id="ana", limit=5):
-            assert match.breakdown.related_words == []
+            # "went for go" may lend ("went" is a form of "go"); nothing stands in for the name.
+            assert not [held for held in match.breakdown.related_words if held.endswith(" for melanie")]
 
 
 def test_related_words_reach_only_the_asking_users_records() -> None:

@@ -23,6 +23,7 @@ from . import links as link_table
 from .links import Link
 from .local_db import LocalDatabase
 from .related_words import related_words
+from .word_forms import other_forms
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?])\W*?(\w+)", re.UNICODE)
@@ -293,18 +294,22 @@ class LexicalIndex:
                 bm25[record_id] = bm25.get(record_id, 0.0) + weight * (BM25_K1 + 1.0) / (1.0 + BM25_K1 * norm)
                 shares[record_id] = shares.get(record_id, 0.0) + weight / whole
         lent: dict[str, list[tuple[str, str]]] = {}
-        if related > 0:
-            names = capitalised_words(query)
-            # Each word costs up to five more index reads: a long query (a pasted document) lends
-            # through its most telling words only.
-            telling = heapq.nlargest(MAX_RELATED_TERMS, kept, key=lambda item: item[2])
-            for term, found, weight in telling:
-                if term in names:
-                    continue
-                holders = self._related_holders(token, term, terms, found, cap, related)
-                for record_id, (credit, word) in holders.items():
-                    shares[record_id] = shares.get(record_id, 0.0) + weight / whole * credit
-                    lent.setdefault(record_id, []).append((term, word))
+        names = capitalised_words(query)
+        # Each word costs a few more index reads: a long query (a pasted document) lends through
+        # its most telling words only.
+        telling = heapq.nlargest(MAX_RELATED_TERMS, kept, key=lambda item: item[2])
+        for term, found, weight in telling:
+            if term in names:
+                continue
+            # Another form of the word ("bought" for "buy") is the word: full credit. A related
+            # word earns `related` times their similarity.
+            lenders = [(form, 1.0) for form in other_forms(term)]
+            if related > 0:
+                lenders += [(word, related * similarity) for word, similarity in related_words(term)]
+            holders = self._related_holders(token, terms, found, cap, lenders)
+            for record_id, (credit, word) in holders.items():
+                shares[record_id] = shares.get(record_id, 0.0) + weight / whole * credit
+                lent.setdefault(record_id, []).append((term, word))
         return WordScores(bm25, shares, total, lent)
 
     def _postings(self, owner: str, word: str, cap: int) -> dict[str, int]:
@@ -314,15 +319,15 @@ class LexicalIndex:
             ("owner : " + owner + ' AND body : "' + word.replace('"', '""') + '"', cap),
         ).fetchall())
 
-    def _related_holders(self, owner: str, term: str, terms: Sequence[str], holding: Mapping[str, int],
-                         cap: int, share: float) -> dict[str, tuple[float, str]]:
-        """Records that lack `term` but hold a word related to it: record id -> (credit, that word).
-        A related word that is itself a query word (or a form of one) earns its own share instead."""
+    def _related_holders(self, owner: str, terms: Sequence[str], holding: Mapping[str, int], cap: int,
+                         lenders: Sequence[tuple[str, float]]) -> dict[str, tuple[float, str]]:
+        """Records that lack a query word (hold none of `holding`) but hold one of its `lenders`
+        (word, credit): record id -> (the best credit, that word). A lender that is itself a query
+        word (or a form of one) earns its own share instead."""
         found: dict[str, tuple[float, str]] = {}
-        for word, similarity in related_words(term):
+        for word, credit in lenders:
             if any(shared_prefix(word, other) >= min(4, len(other)) for other in terms):
                 continue
-            credit = share * similarity
             with self._lock:
                 try:
                     holders = self._postings(owner, word, cap)
