@@ -115,6 +115,23 @@ def test_a_kickoff_is_never_replayed_for_another_user(store: Memory, llm: Script
     assert len(llm.prompts) == before, "nothing ran"
 
 
+def test_a_replay_inside_for_user_never_takes_another_users_kickoff_by_its_inputs(
+        store: Memory, llm: ScriptedLLM) -> None:
+    # Inside for_user("bob") memory acts for bob whatever the inputs say: inputs naming alice picked
+    # alice's kickoff and replayed her task output into bob's prompt, memory and run log.
+    crew_memory = CrewMemory(store)
+    planning = planning_crew(crew_memory, llm)
+    planning.kickoff(inputs={"user_id": "alice", "message": "Move orders to Postgres."})
+    before, kept = len(llm.prompts), len(store.runs.runs())
+    with crew_memory.for_user("bob"), pytest.raises(PermissionError, match="name one user"):
+        planning.replay(str(planning.tasks[1].id), inputs={"user_id": "alice", "message": "Move orders to Postgres."})
+    assert len(llm.prompts) == before and len(store.runs.runs()) == kept
+    assert not any("blue-green" in r.text for r in store.list(user_id="bob"))
+    with crew_memory.for_user("alice"):  # the same user twice is no conflict
+        planning.replay(str(planning.tasks[1].id), inputs={"user_id": "alice", "message": "Move orders to Postgres."})
+    assert "Fridays" in _plan_prompts(llm, before)[0]
+
+
 def test_a_crew_built_again_replays_a_kept_kickoff(store: Memory, llm: ScriptedLLM) -> None:
     """As after a restart: new crew and task objects (new task ids), the same crew definition."""
     crew_memory = CrewMemory(store)

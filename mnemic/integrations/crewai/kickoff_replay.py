@@ -94,9 +94,16 @@ def _set_up_agents(crew: Any) -> None:
 
 
 def _requested_user(memory: Any, inputs: Mapping[str, Any] | None) -> str | None:
-    if inputs is not None and inputs.get(memory.user_key) is not None:
-        return check_user_id(inputs[memory.user_key])
-    return memory.current_user_id()
+    """The user the replay is for. Inside `for_user()` memory acts for that user whatever the
+    inputs say, so inputs naming another one would pick that user's kickoff and replay it into
+    this one's memory: refused."""
+    named = check_user_id(inputs[memory.user_key]) if inputs is not None and inputs.get(memory.user_key) is not None \
+        else None
+    acting = memory.for_user_id()
+    if named is not None and acting is not None and named != acting:
+        raise PermissionError(f"this replay runs inside for_user({acting!r}) but its inputs name user {named!r}; a "
+                              "kickoff is replayed only for the user it ran for, so name one user")
+    return named or memory.current_user_id()
 
 
 def replay(crew: Any, task_id: str, kickoff_id: str | None = None,

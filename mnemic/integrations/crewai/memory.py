@@ -167,6 +167,10 @@ class CrewMemory(Memory):
         kickoff whose inputs name one, else the bound user."""
         return self._users.current()
 
+    def for_user_id(self) -> str | None:
+        """The user of the enclosing `for_user()` block, which wins over any kickoff's inputs."""
+        return self._users.explicit()
+
     def missing_user_message(self) -> str:
         """What to tell a caller when no user is known (how to give one)."""
         return self._users.missing_message()

@@ -56,6 +56,10 @@ class UserBinding:
         self.key = key
         self._explicit: ContextVar[str | None] = ContextVar(name, default=None)
 
+    def explicit(self) -> str | None:
+        """The user a `for_user()` block names, if the caller is inside one."""
+        return self._explicit.get()
+
     def current(self) -> str | None:
         explicit = self._explicit.get()
         if explicit is not None:
