@@ -96,18 +96,12 @@ def test_a_restored_crew_resumes_only_for_the_user_its_checkpoint_was_for(store:
         crew = restore(CheckpointConfig(restore_from=saved[0].restore_from))
         for agent in crew.agents:
             agent.llm = llm
-        result = crew.kickoff(inputs={"user_id": "bob", "message": "I am customer bob."})
-        assert [t.raw for t in result.tasks_output] == ["Notes for bob.", "Plan for bob."]
-        assert len(_task_prompts(llm, INTAKE)) == 1  # bob's first task ran: alice's notes were not reused
-        assert not any("alice" in p for p in llm.prompts)
-        # Bob's kickoff record holds his inputs only, not what alice's kickoff was given.
-        bobs = store.runs.get(result.kickoff_id)  # type: ignore[attr-defined]
-        assert bobs is not None and bobs.user_id == "bob"
-        assert bobs.inputs == {"user_id": "bob", "message": "I am customer bob."}
-
-        # Kicked off again, the same object holds a finished kickoff: nothing to resume for anyone.
-        again = crew.kickoff(inputs={"user_id": "bob", "message": "I am customer bob."})
-        assert len(_task_prompts(llm, INTAKE)) == 2 and again.raw == "Plan for bob."
+        # The restored object holds alice's filled-in task texts, inputs and event record: kicked
+        # off for bob it ran "anew" but carried them into bob's run and bob's checkpoints.
+        with pytest.raises(Exception, match="restored from a checkpoint of another user"):
+            crew.kickoff(inputs={"user_id": "bob", "message": "I am customer bob."})
+        assert llm.prompts == []
+        assert store.runs.runs(user_id="bob") == []
 
     # Alice still resumes her own kickoff: her first task is not run again, its output is the context.
     llm = ScriptedLLM(responder=per_user)
@@ -117,6 +111,9 @@ def test_a_restored_crew_resumes_only_for_the_user_its_checkpoint_was_for(store:
     resumed = crew.kickoff()
     assert _task_prompts(llm, INTAKE) == [] and "Notes for alice." in _task_prompts(llm, PLAN)[0]
     assert [t.raw for t in resumed.tasks_output] == ["Notes for alice.", "Plan for alice."]
+    # Having run for alice here, the restored object is still hers.
+    with pytest.raises(Exception, match="restored from a checkpoint of another user"):
+        crew.kickoff(inputs={"user_id": "bob", "message": "I am customer bob."})
 
 
 def test_a_replay_on_a_crew_object_that_last_ran_for_another_user_runs_the_replayed_tasks(

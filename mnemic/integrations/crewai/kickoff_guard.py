@@ -123,6 +123,13 @@ def _prepare_kickoff(owner: Any, inputs: Mapping[str, Any]) -> None:
         if user is None:
             raise HookAborted("mnemic: " + mem.missing_user_message(), source="mnemic")
         _refuse_a_second_user(owner, kick, mem, user, kind="crew" if is_crew else "flow")
+        restored = resumption.restored_for(owner, mem.user_key) if is_crew else None
+        if restored is not None:
+            resumption.mark_restored(owner, restored)  # it stays that user's after it runs here
+        if restored is not None and restored != user:
+            raise HookAborted(f"mnemic: this crew was restored from a checkpoint of another user than {user!r}: "
+                              "it holds that kickoff's inputs and task texts. Restore the crew for that user, "
+                              "or build a new crew for this one", source="mnemic")
         if is_crew and inputs:
             _refuse_stale_tasks(owner)
     if is_crew and first is not None:
@@ -132,6 +139,7 @@ def _prepare_kickoff(owner: Any, inputs: Mapping[str, Any]) -> None:
         except (TypeError, ValueError):
             resuming_for = None
         resumption.settle(owner, resuming_for, first.user_key)
+        resumption.note_kickoff(owner)
 
 
 def _refuse_a_second_user(owner: Any, kick: context.Kickoff | None, mem: CrewMemory, user: str, *,

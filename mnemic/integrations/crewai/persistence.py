@@ -199,6 +199,7 @@ def restore_user(crew: Any, location: str) -> None:
     user = checkpointed_user(location) if memory is not None else None
     if memory is None or user is None:
         return
+    resumption.mark_restored(crew, user)
     inputs = crew.checkpoint_inputs if isinstance(crew.checkpoint_inputs, dict) else {}
     if inputs.get(memory.user_key) is None:
         inputs[memory.user_key] = user

@@ -33,6 +33,45 @@ _completed: dict[int, tuple[weakref.ref[Any], str]] = {}
 _lock = threading.Lock()
 
 
+# The user each crew object restored from a checkpoint was restored for (the checkpoint's user).
+_restored: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+
+def mark_restored(crew: Any, user_id: str) -> None:
+    """Record that `crew` was restored from `user_id`'s checkpoint. Such an object carries that
+    kickoff's filled-in task descriptions, inputs and event record: it runs for that user only."""
+    with _lock:
+        for key in [k for k, (ref, _) in _restored.items() if ref() is None]:
+            del _restored[key]
+        _restored[id(crew)] = (weakref.ref(crew), user_id)
+
+
+# Crew objects that kicked off in this process: a marked object that never did came from a checkpoint.
+_ran_here: dict[int, weakref.ref[Any]] = {}
+
+
+def note_kickoff(crew: Any) -> None:
+    with _lock:
+        for key in [k for k, ref in _ran_here.items() if ref() is None]:
+            del _ran_here[key]
+        _ran_here[id(crew)] = weakref.ref(crew)
+
+
+def restored_for(crew: Any, user_key: str) -> str | None:
+    """The user whose checkpoint `crew` was restored from (by `restore_crew` or CrewAI's own
+    `Crew.from_checkpoint`: a crew marked for resumption that never kicked off here), or None."""
+    with _lock:
+        entry = _restored.get(id(crew))
+        ran = _ran_here.get(id(crew))
+    if entry is not None and entry[0]() is crew:
+        return entry[1]
+    if held_kickoff(crew) is None or (ran is not None and ran() is crew):
+        return None
+    saved = getattr(crew, "checkpoint_inputs", None)
+    owner = saved.get(user_key) if isinstance(saved, Mapping) else None
+    return str(owner) if owner is not None else None
+
+
 def held_kickoff(crew: Any) -> str | None:
     """The kickoff a kickoff of `crew` would resume (CrewAI's marker), or None."""
     value = getattr(crew, "checkpoint_kickoff_event_id", None)
