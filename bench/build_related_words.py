@@ -18,8 +18,6 @@ and were kept rather than picking the best cell (see `core/related_words.py`).
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import re
 import sys
 from pathlib import Path
@@ -28,6 +26,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from shipped_tables import deterministic_gzip  # noqa: E402
 
 from mnemic.core.embeddings import default_embedder, find_weights  # noqa: E402
 from mnemic.core.lexical import STOPWORDS, shared_prefix  # noqa: E402
@@ -68,10 +69,7 @@ def neighbours(words: list[str], vectors: np.ndarray) -> dict[str, list[tuple[st
 def render(table: dict[str, list[tuple[str, float]]]) -> bytes:
     text = "".join(word + "\t" + " ".join(f"{other}:{sim:.3f}" for other, sim in found) + "\n"
                    for word, found in sorted(table.items()))
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, compresslevel=9) as out:
-        out.write(text.encode("utf-8"))
-    return buffer.getvalue()
+    return deterministic_gzip(text)
 
 
 def main() -> None:

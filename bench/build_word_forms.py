@@ -17,14 +17,15 @@ ships beside the table).
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from shipped_tables import deterministic_gzip  # noqa: E402
 
 from mnemic.core.lexical import shared_prefix  # noqa: E402
 from mnemic.core.word_forms import LICENSE_PATH, TABLE_PATH  # noqa: E402
@@ -56,10 +57,7 @@ def table(found: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def render(forms: dict[str, set[str]]) -> bytes:
     text = "".join(f"{word}\t{' '.join(sorted(others))}\n" for word, others in sorted(forms.items()))
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, compresslevel=9) as out:
-        out.write(text.encode("utf-8"))
-    return buffer.getvalue()
+    return deterministic_gzip(text)
 
 
 def main() -> None:
