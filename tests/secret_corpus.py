@@ -522,6 +522,12 @@ PHRASED += [
 "मेरा पासवर्ड Surajmukhi#77 है",
 "my pass\u200bword is Sunflower#77",  # a zero-width space inside the keyword
 "ghp_A1b2\u200bC3d4E5f6\u200bG7h8I9j0K1l2\u200bM3n4O5p6Q7r8",
+"here it is in hex: 6768705f313643376534324632393263363931324537373130633833383334374165313738423461",
+"url-encoded: my%20password%20is%20Xk9%23mP2vL",
+"my pa55word is Xk9#mP2vL",
+"my Gmail login is Xk9#mP2vL",
+"my phone unlocks with 4821",
+"my laptop unlocks with correct horse battery staple",
 ]
 
 SECRETS = build_secrets() + [("phrased", text) for text in PHRASED]
@@ -782,4 +788,10 @@ LOOK_ALIKES += [
 "淘口令是￥Xk9mP2vL￥，快去抢。",
 "口令：芝麻开门。",
 "ＰＩＮは４桁です。",
+"sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+"The report is at https://example.com/my%20docs/report%202024.pdf",
+"My login is jo@example.com.",
+"My phone unlocks with Face ID.",
+"The login is at the top right of the page.",
+"My laptop opens with a fingerprint scan.",
 ]

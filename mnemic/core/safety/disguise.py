@@ -1,14 +1,15 @@
 """Secrets written so that the rules do not read them: in full-width forms ("ｇｈｐ_…"), with
 look-alike letters from another script ("ghр_…" with a Cyrillic "р"), with invisible characters
-inside ("pass\u200bword", a zero-width space), or wrapped in base64.
+inside ("pass\u200bword", a zero-width space), or encoded (base64, hex, URL percent-escapes).
 
 Each disguise is undone on a copy of the text and rules run on it again, with hits mapped back to
 the original. Invisible characters (format characters, combining marks) are dropped and every rule
 runs. Full-width forms are folded and look-alikes mapped one character for one (look-alikes only
 inside a word that also holds ASCII letters or digits: a word in one script is just Cyrillic or
 Greek), and only the token shapes run on that copy: the prose rules would read folded Japanese
-("ＰＩＮは４桁です", "the PIN is four digits") as a PIN given. A base64 run counts when it decodes to
-text that holds a secret; the whole run is the hit.
+("ＰＩＮは４桁です", "the PIN is four digits") as a PIN given. A base64 or hex run counts when it
+decodes to text that holds a secret (the whole run is the hit: a digest decodes to bytes, not text);
+percent-escapes are undone on the whole text, and each escaped word is a hit when the result holds one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import binascii
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
+from urllib.parse import unquote
 
 from .hits import SecretHit
 
@@ -35,6 +37,8 @@ _WORD = re.compile(r"\S+")
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{24,}={0,2}(?![A-Za-z0-9+/=_\-])")
 MIN_BASE64 = 24
+_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 def _fold(char: str) -> str:
@@ -61,10 +65,13 @@ def undisguised(text: str) -> str:
 
 
 def _decoded(run: str) -> str | None:
-    """The text a base64 run stands for, if it decodes to mostly printable ASCII."""
+    """The text a base64 (or hex) run stands for, if it decodes to mostly printable ASCII."""
     padded = run + "=" * (-len(run) % 4)
     try:
-        raw = base64.b64decode(padded, altchars=b"-_" if ("-" in run or "_" in run) else None, validate=True)
+        if _HEX_RUN.fullmatch(run):
+            raw = bytes.fromhex(run)
+        else:
+            raw = base64.b64decode(padded, altchars=b"-_" if ("-" in run or "_" in run) else None, validate=True)
     except (binascii.Error, ValueError):
         return None
     if len(raw) < 12:
@@ -93,3 +100,9 @@ def find(text: str, longest: int, rules: Callable[[str], list[SecretHit]],
             decoded = _decoded(run.group())
             if decoded is not None and rules(decoded):
                 yield SecretHit("encoded_secret", run.start(), run.end())
+    if "%" in text and _PERCENT_ESCAPE.search(text):
+        unescaped = unquote(text)
+        if unescaped != text and rules(unescaped):
+            for word in re.finditer(r"\S+", text):
+                if _PERCENT_ESCAPE.search(word.group()):
+                    yield SecretHit("encoded_secret", word.start(), word.end())

@@ -15,8 +15,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from . import logins
 from .hits import SecretHit
-from .values import QUOTES, describes_rather_than_gives, is_placeholder, looks_like_password, looks_like_token
+from .values import (
+    TRAILING,
+    UNIT_FOLLOWS,
+    describes_rather_than_gives,
+    is_placeholder,
+    looks_like_password,
+    looks_like_token,
+    value_at,
+)
 
 # Keywords whose value counts only when it looks chosen (a digit, a symbol, a case change): in these
 # languages the words after them are checked against no list of ordinary words ("şifre: aynı",
@@ -26,6 +35,7 @@ _CHOSEN_ONLY = (r"(?<!淘)口令|(?:ş|s)ifre(?:m|miz|n|si)?|पासवर्�
 # Keywords whose value is a credential at any length.
 _STRONG = (
     r"pass\s?words?|passwd|pwd|pw|pass\s?phrase|pass\s?code|passwort|kennwort|mot\s+de\s+passe|"
+    r"p[a@4][s5$][s5$][\s\-]?w[o0]rds?|"
     r"contrase(?:ñ|n)a|senha|wachtwoord|parola(?:\s+d'ordine)?|has(?:ł|l)o|l(?:ö|o)senord|salasana|"
     r"adgangskode|пароль|密码|密碼|パスワード|비밀번호|비번|암호|kata\s+sandi|"
     r"clave\s+(?:del\s+banco|bancaria|de\s+acceso|secreta)|"
@@ -133,27 +143,6 @@ _OPENS_WITH = re.compile(
     r"\b(?:opens?|unlocks?|disarms?)\s+with\s+(?:the\s+)?(?:code\s+|pin\s+)?(?P<value>\d{3,10}#?)(?!\d)"
 )
 _USER_PASS_PAIR = re.compile(r"^[^\s:/]{2,40}[:/][^\s:/]{3,}$")
-_TRAILING = ".,;:!?)]}\"'`”’»"
-
-
-def _value_at(text: str, start: int) -> tuple[str, int, int] | None:
-    """The credential right after a connector: a quoted phrase, or one word."""
-    if start >= len(text):
-        return None
-    opening = text[start]
-    closing = QUOTES.get(opening)
-    if closing is not None:
-        end = text.find(closing, start + 1)
-        if end != -1 and end - start <= 200:
-            return text[start + 1:end], start + 1, end
-        start += 1
-    end = start
-    while end < len(text) and not text[end].isspace():
-        end += 1
-    word = text[start:end].rstrip(_TRAILING)
-    if not word:
-        return None
-    return word, start, start + len(word)
 
 
 def _passphrase(text: str, start: int) -> str | None:
@@ -179,7 +168,7 @@ def _is_quoted(text: str, start: int) -> bool:
 def _stated_hits(text: str) -> Iterator[SecretHit]:
     for match in _STATED.finditer(text):
         keyword = match.group("kw").lower()
-        read = _value_at(text, match.end())
+        read = value_at(text, match.end())
         if read is None:
             continue
         value, start, end = read
@@ -218,7 +207,7 @@ def _stated_hits(text: str) -> Iterator[SecretHit]:
 
 def _part_hits(text: str) -> Iterator[SecretHit]:
     for match in _PART_OF.finditer(text):
-        read = _value_at(text, match.end())
+        read = value_at(text, match.end())
         if read is None or len(read[0]) < 3 or read[0].lower() in _NOT_A_PART or is_placeholder(read[0]):
             continue
         if any(ch.isdigit() or ch.isupper() for ch in read[0]):  # "Sunf", "…42", not "whatever"
@@ -229,7 +218,7 @@ def _bare_hits(text: str) -> Iterator[SecretHit]:
     """A keyword and its value with no verb between: only values that cannot be words."""
     for match in _BARE.finditer(text):
         keyword = match.group("kw").lower()
-        read = _value_at(text, match.end())
+        read = value_at(text, match.end())
         if read is None:
             continue
         value, start, end = read
@@ -237,11 +226,11 @@ def _bare_hits(text: str) -> Iterator[SecretHit]:
             continue
         if _NUMERIC_KEYWORD.search(keyword):
             spaced = _SPACED_DIGITS.match(text, start)
-            if spaced is not None and not _UNIT_FOLLOWS.match(text, spaced.end()):
+            if spaced is not None and not UNIT_FOLLOWS.match(text, spaced.end()):
                 yield SecretHit("password", start, spaced.end())
                 continue
             digits = sum(ch.isdigit() for ch in value)
-            if 3 <= digits <= 12 and digits >= len(value) - 2 and not _UNIT_FOLLOWS.match(text, end):
+            if 3 <= digits <= 12 and digits >= len(value) - 2 and not UNIT_FOLLOWS.match(text, end):
                 yield SecretHit("password", start, end)
             continue
         if len(value) >= 6 and _chosen(value) and not is_placeholder(value) \
@@ -249,7 +238,6 @@ def _bare_hits(text: str) -> Iterator[SecretHit]:
             yield SecretHit("password", start, end)
 
 
-_UNIT_FOLLOWS = re.compile(r"\s*(?:digits?|characters?|chars?|times|attempts|tries|minutes?|seconds?)\b", re.I)
 
 
 def _chosen(value: str) -> bool:
@@ -301,12 +289,12 @@ def _sentence_hits(text: str) -> Iterator[SecretHit]:
                 yield SecretHit("password", last.start("value"), last.end("value"))
         quoted = _QUOTED_LATER.match(text[match.end():stop])
         if quoted is not None:
-            read = _value_at(text, match.end() + quoted.end())
+            read = value_at(text, match.end() + quoted.end())
             if read is not None and _quoted_credential(read[0], "phrase" in match.group().lower()) \
                     and not _EXAMPLE_AFTER.match(text, read[2] + 1):
                 yield SecretHit("password", read[1], read[2])
         for word in re.finditer(r"\S+", text[match.end():stop]):
-            value = word.group().strip(_TRAILING + "\"'“‘«„(")
+            value = word.group().strip(TRAILING + "\"'“‘«„(")
             if len(value) >= 6 and _chosen(value) and _strong_password(value) and not is_placeholder(value):
                 start = match.end() + word.start() + word.group().find(value)
                 yield SecretHit("password", start, start + len(value))
@@ -351,21 +339,21 @@ _NAME_WITH_NUMBER = re.compile(r"[a-z]?[A-Z]?[a-z]+\d+|[A-Z]+\d+[a-z]?|\d+[A-Z]?
 def _phrase_hits(text: str) -> Iterator[SecretHit]:
     for pattern in (_SET_TO,):
         for match in pattern.finditer(text):
-            read = _value_at(text, match.end())
+            read = value_at(text, match.end())
             if read is None:
                 continue
             value, start, end = read
             if not describes_rather_than_gives(value, text[end:end + 24]) and not is_placeholder(value):
                 yield SecretHit("password", start, end)
     for match in _USE_AS.finditer(text):
-        value = match.group("value").strip(_TRAILING + "\"'“‘«„")
+        value = match.group("value").strip(TRAILING + "\"'“‘«„")
         if len(value) >= 3 and not describes_rather_than_gives(value, "") and not is_placeholder(value):
             yield SecretHit("password", match.start("value"), match.end("value"))
     for match in _REVERSED.finditer(text):
         before = _WORD_BEFORE.search(text, max(0, match.start() - 80), match.start())
         if before is None:
             continue
-        value = before.group().strip(_TRAILING + "\"'“‘«„")
+        value = before.group().strip(TRAILING + "\"'“‘«„")
         if len(value) < 3 or describes_rather_than_gives(value, "") or is_placeholder(value):
             continue
         if looks_like_password(value) or _is_quoted(text, before.start() + 1):
@@ -375,7 +363,7 @@ def _phrase_hits(text: str) -> Iterator[SecretHit]:
 
 def _pair_hits(text: str) -> Iterator[SecretHit]:
     for match in _LOGIN_PAIR.finditer(text):
-        value = match.group("value").rstrip(_TRAILING)
+        value = match.group("value").rstrip(TRAILING)
         chosen = _chosen(value) or (looks_like_password(value) and any(not ch.isalnum() and ch != "_" for ch in value))
         if not is_placeholder(value) and chosen and not describes_rather_than_gives(value, ""):
             yield SecretHit("password", match.start("value"), match.start("value") + len(value))
@@ -407,69 +395,11 @@ def _typed_password(value: str) -> bool:
 
 def _named_token_hits(text: str) -> Iterator[SecretHit]:
     for match in _NAMED_TOKEN.finditer(text):
-        value = match.group("value").rstrip(_TRAILING)
+        value = match.group("value").rstrip(TRAILING)
         if is_placeholder(value) or value.lower().startswith(("http://", "https://", "www.")):
             continue
         if looks_like_token(value) or _USER_PASS_PAIR.match(value):
             yield SecretHit("credential", match.start("value"), match.start("value") + len(value))
-
-
-# A password named by what it opens, not by a keyword: "I log into Gmail with Xk9#mP2$vL", "the
-# thing I log in with at work is Tr0ub4dor&3", "NAS login admin:Sunflower#77", "to unlock my laptop
-# I type correct horse battery staple". With no keyword to say it is a password, the value must
-# hold a password's symbol beside letters and digits ("Auth0", "SAML-2.0", "GPT-4o", "jsmith42",
-# "localhost:8080" are not), or, after unlocking one's own device, be a passphrase of plain words
-# ("to unlock the screen, type anything and press Enter" is an instruction, not one).
-_LOG_IN = r"(?i)\b(?:log(?:ging|ged|s)?|sign(?:ing|ed|s)?)[\s\-]?(?:in|on)(?:to)?\b"
-_LOG_IN_WITH = (
-    re.compile(_LOG_IN + r"[^.\n]{0,40}?\bwith\s+(?:the\s+password\s+|password\s+)?(?P<value>\S+)"),
-    re.compile(_LOG_IN + r"\s+with\b[^.\n]{0,30}?\s(?:is|=|:)\s+(?P<value>\S+)"),
-)
-_LOGIN_USER_PASS = re.compile(r"(?i)\b(?:login|log-in|logon)\s+(?P<user>[\w.@+\-]{2,40}):(?P<value>[^\s:/]{4,})")
-_UNLOCK_MINE = re.compile(
-    r"(?i)\bunlock(?:s|ed|ing)?\s+(?:my|our)\s+(?:[\w\-]+\s+)?(?:laptop|computer|pc|mac|macbook|phone|iphone|"
-    r"tablet|ipad|desktop|workstation|account|wallet|vault|safe|drive|disk)\b[^.\n]{0,20}?"
-    r"\b(?:i\s+)?(?:type|types|typed|enter|enters|entered|key\s+in)\s+")
-_PASSWORD_MARKS = frozenset("!@#$%^&*?~+=<>|;")
-_FUNCTION_WORDS = frozenset(
-    """a an the and or but if then than so as to into onto in on at by of for from with without up down out
-    over it its this that these those my your our his her their me him them us is are was were be been
-    press click tap hold wait see again twice once until when while""".split())
-_PLAIN_WORD = re.compile(r"[a-z]{2,}")
-_EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
-
-
-def _marked_password(value: str) -> bool:
-    """Letters, digits and a symbol only passwords carry (not "-", ".", "/", "_" of names and
-    versions, nor the "@" of an email address)."""
-    if _EMAIL.fullmatch(value):
-        return False
-    return (any(ch.isalpha() for ch in value) and any(ch.isdigit() for ch in value)
-            and any(ch in _PASSWORD_MARKS for ch in value) and not is_placeholder(value))
-
-
-def _plain_passphrase(text: str, start: int) -> str | None:
-    """Three to eight plain lower-case words ending the clause, none of them a function word."""
-    clause = re.split(r"[.;,!?\n]", text[start:start + 120], maxsplit=1)[0].strip()
-    words = clause.split()
-    if 3 <= len(words) <= 8 and all(_PLAIN_WORD.fullmatch(w) and w not in _FUNCTION_WORDS for w in words):
-        return clause
-    return None
-
-
-def _login_hits(text: str) -> Iterator[SecretHit]:
-    for pattern in (*_LOG_IN_WITH, _LOGIN_USER_PASS):
-        for match in pattern.finditer(text):
-            value = match.group("value").rstrip(_TRAILING)
-            if _marked_password(value):
-                yield SecretHit("password", match.start("value"), match.start("value") + len(value))
-    for match in _UNLOCK_MINE.finditer(text):
-        phrase = _plain_passphrase(text, match.end())
-        read = _value_at(text, match.end())
-        if phrase is not None:
-            yield SecretHit("password", match.end(), match.end() + len(phrase))
-        elif read is not None and _marked_password(read[0]):
-            yield SecretHit("password", read[1], read[2])
 
 
 # Substrings of the lower-cased text without which a family cannot match: cheap gates, since a
@@ -478,13 +408,13 @@ PASSWORD_CUES = (
     "pass", "pwd", "pw", "wort", "mot de", "contrase", "senha", "wachtwoord", "parola", "hasło", "haslo",
     "lösen", "losen", "salasana", "adgangskode", "пароль", "密码", "密碼", "パスワード", "비밀번호", "비번", "암호",
     "sandi", "fi key", "fi code", "wlan key", "network key", "wpa", "schlüssel", "schluessel", "clé", "cle ",
-    "clave", "chiave", "口令", "ifre", "पासवर्ड", "कूटशब्द", "مرور", "كلمة السر", "الرقم السري",
+    "clave", "chiave", "w0rd", "55w", "$$w", "@ssw", "s5w", "口令", "ifre", "पासवर्ड", "कूटशब्द", "مرور",
+    "كلمة السر", "الرقم السري",
 )
 CODE_CUES = ("pin", "code", "combination", "combo", "otp", "cvv", "cvc", "csc", "safeword", "safe word",
              "answer", "secret word", "secret phrase", "key", "pattern")
 PAIR_CUES = ("login", "log-in", "sign-in", "sign in", "signin", "cred", "account", "opens with", "unlocks with",
              "disarms with", "open with")
-LOGIN_CUES = ("log in", "log into", "login", "log-in", "logon", "log on", "sign in", "sign into", "sign-in", "unlock")
 TOKEN_CUES = ("key", "secret", "token", "auth", "cred", "session", "sas", "connection", "recovery")
 
 
@@ -497,8 +427,8 @@ def find(text: str, lowered: str) -> Iterator[SecretHit]:
         yield from _phrase_hits(text)
     if any(cue in lowered for cue in PAIR_CUES):
         yield from _pair_hits(text)
-    if any(cue in lowered for cue in LOGIN_CUES):
-        yield from _login_hits(text)
+    if any(cue in lowered for cue in logins.CUES):
+        yield from logins.find(text)
     if "/" in text or "|" in text or "@" in text:
         yield from _user_password_hits(text)
     if password:

@@ -159,3 +159,29 @@ __all__ = [
     "looks_like_token",
     "shannon_entropy",
 ]
+
+
+# What ends a value said in a sentence, not part of it.
+TRAILING = ".,;:!?)]}\"'`”’»"
+# A count, not a code: "the PIN is 4 digits".
+UNIT_FOLLOWS = re.compile(r"\s*(?:digits?|characters?|chars?|times|attempts|tries|minutes?|seconds?)\b", re.I)
+
+
+def value_at(text: str, start: int) -> tuple[str, int, int] | None:
+    """The credential right after a connector: a quoted phrase, or one word."""
+    if start >= len(text):
+        return None
+    opening = text[start]
+    closing = QUOTES.get(opening)
+    if closing is not None:
+        end = text.find(closing, start + 1)
+        if end != -1 and end - start <= 200:
+            return text[start + 1:end], start + 1, end
+        start += 1
+    end = start
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    word = text[start:end].rstrip(TRAILING)
+    if not word:
+        return None
+    return word, start, start + len(word)
