@@ -276,9 +276,13 @@ def check_older_than(value: Any) -> datetime | None:
     raise TypeError("older_than must be a datetime, a timedelta or a number of seconds")
 
 
+def _as_list(scope: Any) -> list[Any]:
+    return [scope] if isinstance(scope, str) else list(scope) if isinstance(scope, Iterable) else [scope]
+
+
 def scope_paths(scope: Any, *, name: str = "scope") -> list[str]:
     """One path or several as a list of strings (not yet normalised); a TypeError names the rest."""
-    paths = [scope] if isinstance(scope, str) else list(scope) if isinstance(scope, Iterable) else [scope]
+    paths = _as_list(scope)
     if not all(isinstance(path, str) for path in paths):
         raise TypeError(f"{name} must be a path such as '/project/atlas' or a list of paths, got {scope!r}")
     return paths
@@ -288,7 +292,7 @@ def check_erasure_scope(scope: Any) -> None:
     """Refuse a scope that names nothing: read as the root it would erase every record in reach."""
     if scope is None:
         return
-    items = [scope] if isinstance(scope, str) else list(scope) if isinstance(scope, Iterable) else [scope]
+    items = _as_list(scope)
     if not items or any(not isinstance(item, str) or not item.strip() for item in items):
         raise ValueError(f"scope={scope!r} names no scope: forget() would erase every record in reach. Pass "
                          "the scope to erase (a path such as '/project/atlas'; '/' for all of them)")

@@ -103,6 +103,6 @@ def find(text: str, longest: int, rules: Callable[[str], list[SecretHit]],
     if "%" in text and _PERCENT_ESCAPE.search(text):
         unescaped = unquote(text)
         if unescaped != text and rules(unescaped):
-            for word in re.finditer(r"\S+", text):
+            for word in _WORD.finditer(text):
                 if _PERCENT_ESCAPE.search(word.group()):
                     yield SecretHit("encoded_secret", word.start(), word.end())

@@ -29,14 +29,16 @@ _LOG_IN_WITH = (
 )
 _LOGIN_USER_PASS = re.compile(r"(?i)\b(?:login|log-in|logon)\s+(?P<user>[\w.@+\-]{2,40}):(?P<value>[^\s:/]{4,})")
 _LOGIN_IS = re.compile(r"(?i)\b(?:login|log-in|logon|sign-in)\s+(?:is|was|=|:)\s+(?P<value>\S+)")
+# One's own device, perhaps named ("my work laptop").
+_DEVICES = r"laptop|computer|pc|mac|macbook|phone|iphone|tablet|ipad|desktop|workstation|wallet|vault|safe|drive|disk"
+# "my phone unlocks with 4821": a PIN may follow as well as a password or passphrase.
 _MINE_UNLOCKS_WITH = re.compile(
-    r"(?i)\b(?:my|our)\s+(?:[\w\-]+\s+)?(?:laptop|computer|pc|mac|macbook|phone|iphone|tablet|ipad|desktop|"
-    r"workstation|wallet|vault|safe|drive|disk)\s+(?:unlocks|opens)\s+with\s+")
-_PIN_DIGITS = re.compile(r"\d{4,8}(?![\w.,:/\-]*\d)")
+    rf"(?i)\b(?:my|our)\s+(?:[\w\-]+\s+)?(?:{_DEVICES})\s+(?:unlocks|opens)\s+with\s+")
+# "to unlock my laptop I type ...": a password or a passphrase.
 _UNLOCK_MINE = re.compile(
-    r"(?i)\bunlock(?:s|ed|ing)?\s+(?:my|our)\s+(?:[\w\-]+\s+)?(?:laptop|computer|pc|mac|macbook|phone|iphone|"
-    r"tablet|ipad|desktop|workstation|account|wallet|vault|safe|drive|disk)\b[^.\n]{0,20}?"
+    rf"(?i)\bunlock(?:s|ed|ing)?\s+(?:my|our)\s+(?:[\w\-]+\s+)?(?:{_DEVICES}|account)\b[^.\n]{{0,20}}?"
     r"\b(?:i\s+)?(?:type|types|typed|enter|enters|entered|key\s+in)\s+")
+_PIN_DIGITS = re.compile(r"\d{4,8}(?![\w.,:/\-]*\d)")
 _PASSWORD_MARKS = frozenset("!@#$%^&*?~+=<>|;")
 _FUNCTION_WORDS = frozenset(
     """a an the and or but if then than so as to into onto in on at by of for from with without up down out
@@ -70,20 +72,15 @@ def find(text: str) -> Iterator[SecretHit]:
             value = match.group("value").rstrip(TRAILING)
             if _marked_password(value):
                 yield SecretHit("password", match.start("value"), match.start("value") + len(value))
-    for match in _MINE_UNLOCKS_WITH.finditer(text):
-        phrase = _plain_passphrase(text, match.end())
-        read = value_at(text, match.end())
-        pin = _PIN_DIGITS.match(text, match.end())
-        if phrase is not None:
-            yield SecretHit("password", match.end(), match.end() + len(phrase))
-        elif pin is not None and not UNIT_FOLLOWS.match(text, pin.end()):
-            yield SecretHit("password", pin.start(), pin.end())
-        elif read is not None and _marked_password(read[0]):
-            yield SecretHit("password", read[1], read[2])
-    for match in _UNLOCK_MINE.finditer(text):
-        phrase = _plain_passphrase(text, match.end())
-        read = value_at(text, match.end())
-        if phrase is not None:
-            yield SecretHit("password", match.end(), match.end() + len(phrase))
-        elif read is not None and _marked_password(read[0]):
-            yield SecretHit("password", read[1], read[2])
+    for pattern, pins in ((_MINE_UNLOCKS_WITH, True), (_UNLOCK_MINE, False)):
+        for match in pattern.finditer(text):
+            start = match.end()
+            phrase = _plain_passphrase(text, start)
+            pin = _PIN_DIGITS.match(text, start) if pins else None
+            read = value_at(text, start)
+            if phrase is not None:
+                yield SecretHit("password", start, start + len(phrase))
+            elif pin is not None and not UNIT_FOLLOWS.match(text, pin.end()):
+                yield SecretHit("password", pin.start(), pin.end())
+            elif read is not None and _marked_password(read[0]):
+                yield SecretHit("password", read[1], read[2])
