@@ -27,45 +27,56 @@ from typing import Any
 
 log = logging.getLogger("mnemic.crewai")
 
-# The kickoff each crew object (by id) last completed, with a weak reference to tell a new object
-# reusing the id from the one that completed.
-_completed: dict[int, tuple[weakref.ref[Any], str]] = {}
-_lock = threading.Lock()
+class _PerObject:
+    """A value per live object. Crews are pydantic models, not hashable, so a WeakKeyDictionary
+    cannot hold them: entries are keyed by id, with a weak reference that tells a new object
+    reusing an id from the one the entry was made for."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], Any]] = {}
+        self._lock = threading.Lock()
+
+    def set(self, owner: Any, value: Any) -> None:
+        with self._lock:
+            for key in [k for k, (ref, _) in self._entries.items() if ref() is None]:
+                del self._entries[key]
+            self._entries[id(owner)] = (weakref.ref(owner), value)
+
+    def get(self, owner: Any) -> Any | None:
+        with self._lock:
+            entry = self._entries.get(id(owner))
+        return entry[1] if entry is not None and entry[0]() is owner else None
+
+    def discard(self, owner: Any) -> None:
+        with self._lock:
+            self._entries.pop(id(owner), None)
 
 
+# The kickoff each crew object last completed.
+_completed = _PerObject()
 # The user each crew object restored from a checkpoint was restored for (the checkpoint's user).
-_restored: dict[int, tuple[weakref.ref[Any], str]] = {}
+_restored = _PerObject()
+# Crew objects that kicked off in this process: a marked object that never did came from a checkpoint.
+_ran_here = _PerObject()
 
 
 def mark_restored(crew: Any, user_id: str) -> None:
     """Record that `crew` was restored from `user_id`'s checkpoint. Such an object carries that
     kickoff's filled-in task descriptions, inputs and event record: it runs for that user only."""
-    with _lock:
-        for key in [k for k, (ref, _) in _restored.items() if ref() is None]:
-            del _restored[key]
-        _restored[id(crew)] = (weakref.ref(crew), user_id)
-
-
-# Crew objects that kicked off in this process: a marked object that never did came from a checkpoint.
-_ran_here: dict[int, weakref.ref[Any]] = {}
+    _restored.set(crew, user_id)
 
 
 def note_kickoff(crew: Any) -> None:
-    with _lock:
-        for key in [k for k, ref in _ran_here.items() if ref() is None]:
-            del _ran_here[key]
-        _ran_here[id(crew)] = weakref.ref(crew)
+    _ran_here.set(crew, True)
 
 
 def restored_for(crew: Any, user_key: str) -> str | None:
     """The user whose checkpoint `crew` was restored from (by `restore_crew` or CrewAI's own
     `Crew.from_checkpoint`: a crew marked for resumption that never kicked off here), or None."""
-    with _lock:
-        entry = _restored.get(id(crew))
-        ran = _ran_here.get(id(crew))
-    if entry is not None and entry[0]() is crew:
-        return entry[1]
-    if held_kickoff(crew) is None or (ran is not None and ran() is crew):
+    restored = _restored.get(crew)
+    if restored is not None:
+        return str(restored)
+    if held_kickoff(crew) is None or _ran_here.get(crew):
         return None
     saved = getattr(crew, "checkpoint_inputs", None)
     owner = saved.get(user_key) if isinstance(saved, Mapping) else None
@@ -81,17 +92,12 @@ def held_kickoff(crew: Any) -> str | None:
 def mark_completed(crew: Any) -> None:
     """Record that `crew`'s current kickoff (or replay) completed: nothing is left to resume."""
     kickoff_id = getattr(crew, "_kickoff_event_id", None)
-    with _lock:
-        for key in [k for k, (ref, _) in _completed.items() if ref() is None]:
-            del _completed[key]
-        if kickoff_id:
-            _completed[id(crew)] = (weakref.ref(crew), str(kickoff_id))
+    if kickoff_id:
+        _completed.set(crew, str(kickoff_id))
 
 
 def _completed_here(crew: Any, kickoff_id: str) -> bool:
-    with _lock:
-        entry = _completed.get(id(crew))
-    return entry is not None and entry[0]() is crew and entry[1] == kickoff_id
+    return _completed.get(crew) == kickoff_id
 
 
 def start_anew(crew: Any) -> None:
@@ -102,8 +108,7 @@ def start_anew(crew: Any) -> None:
     crew._kickoff_event_id = None
     for task in list(getattr(crew, "tasks", None) or []):
         task.output = None
-    with _lock:
-        _completed.pop(id(crew), None)
+    _completed.discard(crew)
 
 
 def settle(crew: Any, user_id: str | None, user_key: str) -> bool:
