@@ -372,3 +372,84 @@ def test_the_langchain_remember_tool_stores_no_secret(mem: Memory) -> None:
         answer = tool.invoke({"fact": text}, config=config)
         assert answer.startswith("Nothing was saved") and text not in answer
     assert mem.list(user_id="alice") == []
+
+
+# -- fields that are not a record's text (found by an attack: each was stored) ------------------
+
+
+def _store_bytes(path: Path) -> bytes:
+    """Every byte under a store directory: Chroma's database and write log, the local database."""
+    return b"".join(f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file())
+
+
+def test_a_policy_holding_a_secret_is_refused_and_the_store_keeps_none_of_it(tmp_path: Path) -> None:
+    # A policy sits in the namespace settings (and Chroma's write log, for good) and goes into
+    # every extraction prompt.
+    secret = "Admin login: root, my password is Sunflower#77"
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        memory.set_policy(mode="auto", instructions="Keep facts short.")
+        with pytest.raises(SecretRefusedError, match="instructions"):
+            memory.set_policy(instructions=secret)
+        with pytest.raises(SecretRefusedError, match="instructions"):
+            memory.policy = {"mode": "auto", "instructions": secret}
+        assert memory.policy.instructions == "Keep facts short."  # the stored policy is unchanged
+    with pytest.raises(SecretRefusedError, match="instructions"):
+        Memory(tmp_path / "other", embedder=HashEmbedder(), policy={"mode": "auto", "instructions": secret})
+    assert b"Sunflower#77" not in _store_bytes(tmp_path)
+
+
+def test_a_models_reason_is_kept_without_the_secret_it_quotes(tmp_path: Path) -> None:
+    # The secret answers the assistant's question, so no message holds it in a form the screen can
+    # single out; the model saw it and quotes it while explaining why it stored nothing.
+    llm = ScriptedLLM(default=facts_json(fact(
+        "Has a home wifi network called HomeNet.", topic="personal_info",
+        reason="new fact; the password the user gave (Sunflower#77) is a credential and was not recorded")))
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto", llm=llm) as memory:
+        memory.observe([{"role": "user", "content": "My home wifi network is called HomeNet."},
+                        {"role": "assistant", "content": "What is the password for HomeNet?"},
+                        {"role": "user", "content": "Sunflower#77"}], user_id="alice")
+        memory.drain_writes()
+        (record,) = memory.list(user_id="alice")
+        reasons = [entry.details.get("reason", "") for entry in memory.history(record.id)]
+        assert any("was not recorded" in reason and REDACTED in reason for reason in reasons)
+    assert b"Sunflower#77" not in _store_bytes(tmp_path)
+
+
+def test_a_secret_in_a_models_update_reason_neither_stores_it_nor_loses_the_turn(tmp_path: Path) -> None:
+    # The replacement used to land with the reason in its history, then the retirement of the
+    # old fact was refused: the secret stored, both facts served, the turn reported lost.
+    llm = ScriptedLLM(default=facts_json(fact("Lives in Dallas.", topic="personal_info", decision="update",
+                                              targets=[1], reason="moved; my password is Sunflower#77")))
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto") as memory:
+        memory.remember("Lives in Austin.", user_id="alice")
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto", llm=llm) as memory:
+        memory.observe([{"role": "user", "content": "I moved to Dallas."}], user_id="alice")
+        memory.drain_writes()
+        assert [r.text for r in memory.list(user_id="alice")] == ["Lives in Dallas."]
+    assert b"Sunflower#77" not in _store_bytes(tmp_path)
+
+
+def test_a_secret_actor_is_refused_by_forget_and_note_deletion(mem: Memory) -> None:
+    token = "ghp_Zx81kQ9vLm27Tq4WaB3cD5eF6gH7iJ8kL9mA"
+    record = mem.remember("Likes tea.", user_id="alice")
+    mem.notes.put("k", "Prefers window seats.", user_id="bob")
+    with pytest.raises(SecretRefusedError, match="actor"):
+        mem.forget(ids=[record.id], user_id="alice", actor=token)
+    with pytest.raises(SecretRefusedError, match="actor"):
+        mem.notes.delete("k", user_id="bob", actor=token)
+    assert [r.text for r in mem.list(user_id="alice")] == ["Likes tea."]  # nothing erased either
+    assert "k" in mem.notes.get(["k"], user_id="bob")
+    assert token not in _everything_stored(mem)
+
+
+def test_a_runs_labels_holding_a_secret_are_refused(mem: Memory) -> None:
+    token = "ghp_Zx81kQ9vLm27Tq4WaB3cD5eF6gH7iJ8kL9mA"
+    with pytest.raises(SecretRefusedError, match="kind"):
+        mem.runs.begin(group="crew", user_id="alice", kind="my password is Sunflower#77")
+    with pytest.raises(SecretRefusedError, match="run_id"):
+        mem.runs.begin(group="crew", user_id="alice", run_id=token)
+    run = mem.runs.begin(group="crew", user_id="alice", run_id="9f1c2b7e4d5a6f708192a3b4c5d6e7f8")
+    with pytest.raises(SecretRefusedError, match="step_id"):
+        mem.runs.record_step(run.run_id, 0, {"raw": "done"}, step_id="AKIA2E0A8F3B244C9986")
+    mem.runs.record_step(run.run_id, 0, {"raw": "done"}, step_id="5d41402abc4b2a76b9719d911017c592")  # ids pass
+    assert [r.run_id for r in mem.runs.runs(group="crew")] == [run.run_id]

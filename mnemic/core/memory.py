@@ -44,7 +44,7 @@ from .lock import acquire_store_lock
 from .namespace_policy import NamespacePolicy
 from .notes import NoteStore
 from .organisation import Organisation
-from .policy import EffectivePolicy, MemoryPolicy, coerce_policy
+from .policy import EffectivePolicy, MemoryPolicy, coerce_policy, refuse_secrets
 from .queued_writes import QueuedWrites
 from .ranking import RecallWeights
 from .recall import RecallPipeline
@@ -100,7 +100,7 @@ class Memory:
             raise ValueError("namespace must be a non-empty string, e.g. the agent's name")
         # Checked before the store is opened, so bad arguments leave nothing locked.
         checked_llm = check_llm(llm)
-        initial_policy = coerce_policy(policy) if policy is not None else None
+        initial_policy = refuse_secrets(coerce_policy(policy)) if policy is not None else None
         self.namespace = namespace.strip()
         check_optional_str(self.namespace, name="namespace")
         self._temporary: Path | None = None

@@ -19,6 +19,7 @@ from .policy import (
     coerce_policy,
     dump_policy,
     load_policy,
+    refuse_secrets,
 )
 from .record_writer import RecordLock
 from .store import ChromaStore
@@ -50,6 +51,7 @@ class NamespacePolicy:
         base = coerce_policy(policy) if policy is not None else self.current()
         if changes:
             base = build_policy({**dump_policy(base), **changes}, name="set_policy()")
+        refuse_secrets(base)
         with self._lock:
             self._store.put_setting(POLICY_SETTING, dump_policy(base))
         log.info("memory policy for namespace %r: mode=%s inject=%s", self._namespace, base.mode, base.inject)

@@ -270,12 +270,13 @@ class NoteStore:
         Allowed in every policy mode: erasure must always work."""
         self._gate.check()
         owner = check_user_id(user_id)
+        who = check_name(actor, name="actor")
         record_id = self.note_id(owner, key)
         with self._records.lock:
             found = self._records.read(owner, [record_id])
             if not found:
                 return False
-            self._records.remove(found[0], actor=actor, reason=None)
+            self._records.remove(found[0], actor=who, reason=None)
         return True
 
     def touch(self, notes: Iterable[Note]) -> None:

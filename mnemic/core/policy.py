@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .records import MemoryRecord, one_line
+from .safety import SecretRefusedError, secret_fields
 
 log = logging.getLogger("mnemic.policy")
 
@@ -157,6 +158,16 @@ def build_policy(fields: dict[str, Any], *, name: str = "policy") -> MemoryPolic
             f"{'.'.join(str(p) for p in err['loc']) or name}: {err['msg']}" for err in exc.errors()
         )
         raise ValueError(f"bad {name}: {problems}") from None
+
+
+def refuse_secrets(policy: MemoryPolicy) -> MemoryPolicy:
+    """`policy` itself, when its free text holds no secret. A policy is kept in the namespace's
+    settings (in Chroma's write log for good, whatever replaces it later) and its instructions go
+    into every extraction prompt, so it is screened like a record's fields."""
+    found = secret_fields({"instructions": policy.instructions, "topics": list(policy.topics)})
+    if found:
+        raise SecretRefusedError(found, what="this memory policy")
+    return policy
 
 
 def load_policy(raw: Any) -> MemoryPolicy | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .extraction import DECISIONS, content_words, format_existing, resolve_targets
+from .extraction import DECISIONS, content_words, format_existing, model_reason, resolve_targets
 from .records import MemoryRecord
 
 
@@ -291,8 +291,7 @@ def parse_reconcile(payload: Mapping[str, Any], *, count: int, aliases: Mapping[
         if action not in DECISIONS:
             raise ValueError(f"decisions[{position}].decision must be one of {', '.join(DECISIONS)}")
         targets = resolve_targets(item.get("targets"), aliases)
-        reason = item.get("reason")
-        reason_text = reason.strip()[:500] if isinstance(reason, str) else ""
+        reason_text = model_reason(item.get("reason"))
         if action != "insert" and not targets:
             action = "insert"
         decisions[number - 1] = Decision(action, tuple(targets), reason_text or f"LLM decided {action}",

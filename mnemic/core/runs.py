@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .safety import redact_data
+from .safety import SecretRefusedError, redact_data, secret_fields
 from .store.chroma import StoredRow
 from .store.runs import RunCollection
 from .validation import check_user_id
@@ -72,6 +72,15 @@ def _check_group(group: Any) -> str:
     if not isinstance(group, str) or not group.strip():
         raise ValueError("a run's group (e.g. the crew's key) must be a non-empty string")
     return group.strip()
+
+
+def _refuse_secret_labels(what: str, **labels: str | None) -> None:
+    """A run's labels (group, kind, ids) are stored as given, unlike its inputs and outputs, which
+    are redacted: the framework computes them, so one holding a secret is refused, not rewritten.
+    They are ids: a random-looking word passes, every named or shaped secret does not."""
+    found = secret_fields({k: v for k, v in labels.items() if v is not None}, identifiers=frozenset(labels))
+    if found:
+        raise SecretRefusedError(found, what=what)
 
 
 @dataclass(frozen=True)
@@ -163,6 +172,8 @@ class RunLog:
         group = _check_group(group)
         owner = check_user_id(user_id) if user_id is not None else None
         run_id = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex
+        _refuse_secret_labels("this run", group=group, kind=kind, run_id=run_id,
+                              **{f"steps[{s.index}].step_id": s.step_id for s in steps})
         now = time.time()
         described = self._without_secrets({"group_name": group_name, "inputs": dict(inputs or {}),
                                            "meta": dict(meta or {})}, f"the inputs of run {run_id}")
@@ -186,6 +197,7 @@ class RunLog:
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
             raise ValueError(f"a step index is an int >= 0, got {index!r}")
         run_id = check_run_id(run_id)
+        _refuse_secret_labels("this step", run_id=run_id, step_id=step_id)
         output = self._without_secrets(output, f"step {index} of run {run_id}", verbatim)
         with self._lock:
             header_row = self._header(run_id)

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .identity import InternalUserId, reserved_prefix
+from .safety import SecretRefusedError, secret_fields
 
 MAX_TEXT_CHARS = 16_000
 MAX_REASON_CHARS = 2_000
@@ -178,11 +179,15 @@ def check_optional_str(value: Any, *, name: str, max_chars: int = MAX_NAME_CHARS
 
 
 def check_name(value: Any, *, name: str) -> str:
-    """A short non-empty label that is stored (an actor, an author of a change)."""
+    """A short non-empty label that is stored (an actor, an author of a change): in the audit
+    trail for good, so it is screened for secrets like any other stored field."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{name} must be a non-empty string naming who acts, got {value!r}")
     checked = check_optional_str(value.strip(), name=name)
     assert checked is not None
+    found = secret_fields({name: checked})
+    if found:
+        raise SecretRefusedError(found, what=f"this {name}")
     return checked
 
 

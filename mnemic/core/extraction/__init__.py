@@ -18,7 +18,7 @@ Both sides of the conversation count (a fact the assistant corrected is stored c
 redaction happens before either extractor sees the text (see `Conversations._distil`).
 """
 
-from .facts import DECISIONS, MAX_FACT_CHARS, ExtractedFact, topic_allowed
+from .facts import DECISIONS, MAX_FACT_CHARS, ExtractedFact, model_reason, topic_allowed
 from .llm_prompt import (
     EXTRACTION_SYSTEM_PROMPT,
     TASK_EXTRACTION_SYSTEM_PROMPT,
@@ -60,6 +60,7 @@ __all__ = [
     "is_imperative",
     "is_question",
     "llm_extract",
+    "model_reason",
     "normalise_messages",
     "parse_extraction",
     "resolve_targets",

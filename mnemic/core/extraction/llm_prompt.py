@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from ..llm import complete_json
 from ..policy import MemoryPolicy
-from .facts import DECISIONS, MAX_FACT_CHARS, ExtractedFact
+from .facts import DECISIONS, MAX_FACT_CHARS, ExtractedFact, model_reason
 from .messages import Message, strip_reasoning
 from .sentences import is_question
 from .task_rules import restates
@@ -177,7 +177,6 @@ def parse_extraction(payload: Mapping[str, Any], *, aliases: Mapping[int, str],
         else:
             author = "assistant"
         from_tool = bool(item.get("from_tool")) and has_tool
-        reason = item.get("reason")
         facts.append(ExtractedFact(
             text=" ".join(strip_reasoning(text).split())[:MAX_FACT_CHARS],
             topic=str(item.get("topic") or "key_details").strip().lower(),
@@ -185,7 +184,7 @@ def parse_extraction(payload: Mapping[str, Any], *, aliases: Mapping[int, str],
             from_tool=from_tool,
             decision=decision,
             targets=targets,
-            reason=reason.strip()[:500] if isinstance(reason, str) else "",
+            reason=model_reason(item.get("reason")),
         ))
     return facts
 
