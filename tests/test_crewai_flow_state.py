@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
-from mnemic.integrations.crewai import CrewMemory, FlowStatePersistence
+from mnemic.integrations.crewai import CrewMemory, FlowOwnerError, FlowStatePersistence
 
 
 class ReviewState(BaseModel):
@@ -134,3 +134,32 @@ def test_bad_state_is_refused_clearly(tmp_path: Path) -> None:
         persistence.save_state("x", "m", ["not", "a", "state"])  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         FlowStatePersistence(tmp_path / "f2.db", keep_states=0)
+
+
+def test_a_flow_run_of_another_user_is_neither_loaded_nor_continued(store: Memory, tmp_path: Path) -> None:
+    # CrewAI loads whatever state a kickoff's `id` names; apps pass a session id they were given.
+    persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store)
+
+    @persist(persistence)
+    class Notes(Flow[ReviewState]):
+        memory = CrewMemory(store)
+
+        @start()
+        def write(self) -> str:
+            if not self.state.draft:
+                self.state.draft = f"{self.state.user_id}'s private note"
+            self.state.rounds += 1
+            return self.state.draft
+
+    alices = Notes()
+    alices.kickoff(inputs={"user_id": "alice"})
+    with pytest.raises(FlowOwnerError, match="another user's state"):
+        Notes().kickoff(inputs={"id": alices.state.id, "user_id": "bob"})
+    assert _rows(tmp_path / "flows.db", "flow_states") == [(alices.state.id, "alice")]  # nothing written for bob
+
+    again = Notes()  # alice herself continues her run
+    assert again.kickoff(inputs={"id": alices.state.id, "user_id": "alice"}) == "alice's private note"
+    assert again.state.rounds == 2
+    bobs = Notes()
+    assert bobs.kickoff(inputs={"user_id": "bob"}) == "bob's private note"
+

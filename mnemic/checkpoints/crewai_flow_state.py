@@ -15,7 +15,9 @@ backend keeps the same two tables (`flow_states`, `pending_feedback`) plus a `us
 - keeps the newest `keep_states` states per flow run (the latest is what a resume loads);
 - records whose state it is: the user of the running kickoff (mnemic's CrewAI integration tells),
   else the state's own `user_key` field; and registers the database with the owner's mnemic
-  namespace (or `memory=`), so `forget(user_id=...)` erases their flow states and pending feedback.
+  namespace (or `memory=`), so `forget(user_id=...)` erases their flow states and pending feedback;
+- refuses (`FlowOwnerError`) to load or extend a flow run that is another user's: CrewAI loads
+  whatever state a kickoff's `id` names, and apps pass a session id they were given there.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ _PRUNE = (
     "DELETE FROM flow_states WHERE flow_uuid = ? AND id NOT IN "
     "(SELECT id FROM flow_states WHERE flow_uuid = ? ORDER BY id DESC LIMIT ?)"
 )
+
+
+class FlowOwnerError(PermissionError):
+    """A kickoff for one user named a flow run (its `id`) whose saved state is another user's.
+    Nothing was read or written."""
 
 
 def _json_default(value: Any) -> Any:
@@ -135,8 +142,27 @@ class FlowStatePersistence(FlowPersistence):
             user = value.strip() if isinstance(value, str) and value.strip() else None
         return user
 
+    @staticmethod
+    def _refuse_another_users(connection: sqlite3.Connection, table: str, flow_uuid: str, user: str | None) -> None:
+        """Refuse when the kickoff's user is known and `flow_uuid` holds rows of another user (rows
+        saved with no known user belong to nobody in particular and stay readable)."""
+        if user is None:
+            return
+        other = connection.execute(f"SELECT 1 FROM {table} WHERE flow_uuid = ? AND user_id IS NOT NULL "
+                                   "AND user_id != ? LIMIT 1", (flow_uuid, user)).fetchone()
+        if other is not None:
+            raise FlowOwnerError(
+                f"flow run {flow_uuid} holds another user's state; a kickoff for {user!r} cannot load or "
+                "continue it. Kick off without an `id` to start a new flow run for this user")
+
+    @staticmethod
+    def _running_user() -> str | None:
+        owner = current_owner()
+        return owner.user_id if owner is not None else None
+
     def _insert_state(self, connection: sqlite3.Connection, flow_uuid: str, method_name: str, state_json: str,
                       user: str | None) -> None:
+        self._refuse_another_users(connection, "flow_states", flow_uuid, user)
         connection.execute(
             "INSERT INTO flow_states (flow_uuid, method_name, timestamp, state_json, user_id) VALUES (?, ?, ?, ?, ?)",
             (flow_uuid, method_name, _now(), state_json, user),
@@ -151,6 +177,7 @@ class FlowStatePersistence(FlowPersistence):
 
     def load_state(self, flow_uuid: str) -> dict[str, Any] | None:
         with self._connection() as connection:
+            self._refuse_another_users(connection, "flow_states", flow_uuid, self._running_user())
             row = connection.execute("SELECT state_json FROM flow_states WHERE flow_uuid = ? ORDER BY id DESC LIMIT 1",
                                      (flow_uuid,)).fetchone()
         if row is None:
@@ -175,6 +202,7 @@ class FlowStatePersistence(FlowPersistence):
         from crewai.flow.async_feedback.types import PendingFeedbackContext
 
         with self._connection() as connection:
+            self._refuse_another_users(connection, "pending_feedback", flow_uuid, self._running_user())
             row = connection.execute("SELECT state_json, context_json FROM pending_feedback WHERE flow_uuid = ?",
                                      (flow_uuid,)).fetchone()
         if row is None:

@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mnemic.integrations.crewai needs CrewAI, which is not installed: pip install 'mnemic[crewai]'"
     ) from exc
 
-from ...checkpoints.crewai_flow_state import FlowStatePersistence
+from ...checkpoints.crewai_flow_state import FlowOwnerError, FlowStatePersistence
 from ...checkpoints.crewai_json import JsonCheckpointProvider
 from ...checkpoints.crewai_sqlite import SqliteCheckpointProvider
 from ...tools.crewai import Remember, SearchKnowledge, SearchMemory, memory_tools
@@ -39,6 +39,7 @@ __all__ = [
     "CrewMemory",
     "CrewMemoryMatch",
     "DetachedMemoryError",
+    "FlowOwnerError",
     "FlowStatePersistence",
     "JsonCheckpointProvider",
     "MnemicCrewOutput",

@@ -13,7 +13,10 @@ memory it is:
 - a crew whose tasks still hold the text an earlier kickoff filled in and would not be filled in
   again: `Crew.copy()` (used by `kickoff_for_each`) copies a task's filled-in description instead
   of its template (a CrewAI bug), so every copy of a crew that already ran works on the previous
-  run's inputs. To tell, the texts kickoffs filled in are remembered (as hashes) when they end.
+  run's inputs. To tell, the texts kickoffs filled in are remembered (as hashes) when they end;
+- a kickoff of a crew or flow restored from another user's checkpoint, or of a flow object that
+  last ran for another user: a flow keeps its state between kickoffs (CrewAI's design), so the
+  run would start from the other user's state.
 
 A memory that cannot be used (closed, unreachable) refuses the kickoff too: CrewAI would only log
 each failed call. Once the user is known, a crew kickoff resumes the kickoff its crew object holds
@@ -42,6 +45,15 @@ STALE_TASK = (
     "would work on that run's inputs, not on its own (CrewAI's Crew.copy(), which kickoff_for_each "
     "uses, copies a task's filled-in description instead of its template). Build the crew afresh for "
     "these runs, or call kickoff_for_each on a crew that has not been kicked off."
+)
+FLOW_OF_ANOTHER_USER = (
+    "mnemic: this flow object last ran for another user than {user!r}. A flow keeps its state from one "
+    "kickoff to the next, so this run would start from that user's state. Build a flow object per "
+    "user (or per run)."
+)
+RESTORED_FOR_ANOTHER_USER = (
+    "mnemic: this {kind} was restored from a checkpoint of another user than {user!r}: it holds that "
+    "run's {holds}. Restore the {kind} for that user, or build a new {kind} for this one"
 )
 BUSY = (
     "mnemic: this {kind} is already running for another user in another thread. Concurrent kickoffs "
@@ -107,6 +119,7 @@ def _prepare_kickoff(owner: Any, inputs: Mapping[str, Any]) -> None:
     kick = context.current_kickoff()
     seen: set[int] = set()
     first: CrewMemory | None = None
+    flow_user: str | None = None
     for _, _, current in context.iter_memories(owner):
         mem = current._memory if isinstance(current, (MemoryScope, MemorySlice)) else current
         if not isinstance(mem, CrewMemory) or id(mem) in seen:
@@ -123,13 +136,21 @@ def _prepare_kickoff(owner: Any, inputs: Mapping[str, Any]) -> None:
         if user is None:
             raise HookAborted("mnemic: " + mem.missing_user_message(), source="mnemic")
         _refuse_a_second_user(owner, kick, mem, user, kind="crew" if is_crew else "flow")
-        restored = resumption.restored_for(owner, mem.user_key) if is_crew else None
+        if is_crew:
+            restored = resumption.restored_for(owner, mem.user_key)
+        else:
+            restored = resumption.restored_flow_for(owner, mem.user_key)
         if restored is not None:
             resumption.mark_restored(owner, restored)  # it stays that user's after it runs here
         if restored is not None and restored != user:
-            raise HookAborted(f"mnemic: this crew was restored from a checkpoint of another user than {user!r}: "
-                              "it holds that kickoff's inputs and task texts. Restore the crew for that user, "
-                              "or build a new crew for this one", source="mnemic")
+            raise HookAborted(RESTORED_FOR_ANOTHER_USER.format(
+                kind="crew" if is_crew else "flow", user=user,
+                holds="inputs and task texts" if is_crew else "state and method outputs"), source="mnemic")
+        if not is_crew:
+            served = resumption.flow_user(owner)
+            if served is not None and served != user:
+                raise HookAborted(FLOW_OF_ANOTHER_USER.format(user=user), source="mnemic")
+            flow_user = flow_user or user
         if is_crew and inputs:
             _refuse_stale_tasks(owner)
     if is_crew and first is not None:
@@ -140,6 +161,8 @@ def _prepare_kickoff(owner: Any, inputs: Mapping[str, Any]) -> None:
             resuming_for = None
         resumption.settle(owner, resuming_for, first.user_key)
         resumption.note_kickoff(owner)
+    if flow_user is not None:
+        resumption.note_flow_kickoff(owner, flow_user)
 
 
 def _refuse_a_second_user(owner: Any, kick: context.Kickoff | None, mem: CrewMemory, user: str, *,
@@ -163,4 +186,5 @@ def _refuse_stale_tasks(crew: Any) -> None:
             raise HookAborted(STALE_TASK.format(task=getattr(task, "name", None) or f"#{number}"), source="mnemic")
 
 
-__all__ = ["BUSY", "STALE_TASK", "check_kickoff", "kickoff_ended"]
+__all__ = ["BUSY", "FLOW_OF_ANOTHER_USER", "RESTORED_FOR_ANOTHER_USER", "STALE_TASK", "check_kickoff",
+           "kickoff_ended"]

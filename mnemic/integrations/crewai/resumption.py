@@ -56,8 +56,10 @@ class _PerObject:
 _completed = _PerObject()
 # The user each crew object restored from a checkpoint was restored for (the checkpoint's user).
 _restored = _PerObject()
-# Crew objects that kicked off in this process: a marked object that never did came from a checkpoint.
+# Crew and flow objects that kicked off in this process: a marked object that never did came from a checkpoint.
 _ran_here = _PerObject()
+# The user each flow object last kicked off for (a flow keeps its state from one kickoff to the next).
+_flow_users = _PerObject()
 
 
 def mark_restored(crew: Any, user_id: str) -> None:
@@ -81,6 +83,30 @@ def restored_for(crew: Any, user_key: str) -> str | None:
     saved = getattr(crew, "checkpoint_inputs", None)
     owner = saved.get(user_key) if isinstance(saved, Mapping) else None
     return str(owner) if owner is not None else None
+
+
+def restored_flow_for(flow: Any, user_key: str) -> str | None:
+    """The user whose checkpoint `flow` was restored from (CrewAI's `Flow.from_checkpoint` puts
+    the saved state in `checkpoint_state`; an object that kicked off here is past its restore),
+    read from the state's user field, or None when it names nobody."""
+    restored = _restored.get(flow)
+    if restored is not None:
+        return str(restored)
+    if _ran_here.get(flow):
+        return None
+    state = getattr(flow, "checkpoint_state", None)
+    owner = state.get(user_key) if isinstance(state, Mapping) else None
+    return str(owner) if owner is not None else None
+
+
+def flow_user(flow: Any) -> str | None:
+    """The user `flow` last kicked off for in this process, or None."""
+    return _flow_users.get(flow)
+
+
+def note_flow_kickoff(flow: Any, user_id: str) -> None:
+    _ran_here.set(flow, True)
+    _flow_users.set(flow, user_id)
 
 
 def held_kickoff(crew: Any) -> str | None:
@@ -133,4 +159,5 @@ def settle(crew: Any, user_id: str | None, user_key: str) -> bool:
     return True
 
 
-__all__ = ["held_kickoff", "mark_completed", "settle", "start_anew"]
+__all__ = ["flow_user", "held_kickoff", "mark_completed", "note_flow_kickoff", "restored_flow_for", "settle",
+           "start_anew"]
