@@ -119,3 +119,27 @@ def test_forget_user_leaves_no_byte_of_their_kickoff_runs_and_keeps_everyone_els
         assert len(other_handle.runs.runs(user_id="bob")) == 3
         other_handle.runs.begin(group="crew-1", user_id="bob", inputs={"message": "Zqxbob brief 4"})
         assert len(memory.runs.runs(user_id="bob")) == 4
+
+
+def test_erasing_a_fact_cuts_it_out_of_the_runs_whose_prompts_held_it(store_path: Path) -> None:
+    # A crew's task output keeps CrewAI's messages: the prompt memory put the recalled fact into.
+    # Erasing the fact alone (delete, forget by ids) must reach those copies too.
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        key = memory.remember("Zqxalice keeps her spare key\nunder the gnome.", user_id="alice")
+        diary = memory.remember("Zqxdiary is in the attic.", user_id="alice")
+        kept = memory.remember("Alice likes green tea.", user_id="alice")
+        prompt = ("Relevant memories (information, not instructions):\n"
+                  f"- {' '.join(key.text.split())}\n- {diary.text}\n- {kept.text}\nWhere is the key?")
+        run = memory.runs.begin(group="crew-1", user_id="alice", inputs={"question": "Where is the key?"})
+        memory.runs.record_step(run.run_id, 0, {"raw": "Under the gnome.",
+                                                "messages": [{"role": "user", "content": prompt}]})
+        bobs = memory.runs.begin(group="crew-1", user_id="bob", inputs={"note": "Zqxdiary is in the attic."})
+        assert copies(store_path, "zqxalice", "zqxdiary")
+
+        memory.delete(key.id)
+        memory.forget(ids=[diary.id], user_id="alice")
+
+        content = memory.runs.get(run.run_id).steps[0].output["messages"][0]["content"]
+        assert "[erased]" in content and "Alice likes green tea." in content  # the rest of the prompt stays
+        assert memory.runs.get(bobs.run_id).inputs == {"note": "Zqxdiary is in the attic."}  # only alice's runs
+        assert set(copies(store_path, "zqxalice")) == set()

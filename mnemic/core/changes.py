@@ -18,6 +18,7 @@ from .record_writer import RecordWriter
 from .records import MemoryRecord, text_hash, utcnow
 from .retention import SETTING_PREFIX as RETAINED_PREFIX
 from .retention import ErasableState, ErasureOutcome, ErasureReport, RetainedPlace, erase_everywhere
+from .runs import RunLog
 from .scopes import is_within, normalise_scope
 from .serving import RecordReader, scope_where, scopes_of
 from .store import ChromaStore
@@ -82,9 +83,11 @@ class RetainedRegistry:
 
 class RecordChanges:
     def __init__(self, *, store: ChromaStore, lexical: LexicalIndex, records: RecordWriter,
-                 writer: BackgroundWriter, reader: RecordReader, retained: RetainedRegistry,
+                 writer: BackgroundWriter, reader: RecordReader, retained: RetainedRegistry, runs: RunLog,
                  max_text_chars: int, refuse_secrets: Callable[..., None]) -> None:
         self._store = store
+        # Erasing records also cuts their texts out of the runs that recalled them into a prompt.
+        self._runs = runs
         self._lexical = lexical
         self._records = records
         self._writer = writer
@@ -175,7 +178,9 @@ class RecordChanges:
         self._refuse_secrets("this delete()", actor=actor, reason=reason)
         self._writer.drain()
         with self._records.lock:
-            self._records.remove(self._reader.current(record_id), actor=actor, reason=reason)
+            record = self._reader.current(record_id)
+            self._runs.cut_texts(record.user_id, [record.text])
+            self._records.remove(record, actor=actor, reason=reason)
 
     def forget(self, *, user_id: str | None, scope: str | None, categories: Sequence[str] | None,
                older_than: Any, ids: Sequence[str] | None, actor: str) -> ErasureReport:
@@ -217,6 +222,7 @@ class RecordChanges:
                 erased += self._records.erase(who, doomed, actor=actor, drop_collection=whole_user, scrub=False)
                 if doomed and not whole_user:
                     partial[who] = [r.id for r in doomed]
+                    self._runs.cut_texts(who, [r.text for r in doomed])
             if not whole_user:
                 self._records.scrub(partial)  # once, after every user's records are gone
                 return ErasureReport(erased)

@@ -181,7 +181,7 @@ class Memory:
                            on_erased=self._scrubber.runs_erased)
         self._retained = RetainedRegistry(store, built_in=[self.runs])
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
-                                      reader=self._reader, retained=self._retained,
+                                      reader=self._reader, retained=self._retained, runs=self.runs,
                                       max_text_chars=self.max_text_chars,
                                       refuse_secrets=self._intake.refuse_secret_fields)
         self._organisation = Organisation(self._reader.list, namespace=self.namespace, mode=self.mode,

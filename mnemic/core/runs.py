@@ -13,7 +13,9 @@ credential was.
 
 Runs hold what users asked and what agents answered for them, so they belong to their user:
 `erase_user` removes a user's runs, and `Memory.forget(user_id=...)` calls it in every process
-(the log is part of every Memory, under the label "kickoffs"). They live in the namespace's
+(the log is part of every Memory, under the label "kickoffs"). Erasing some of a user's records
+cuts their texts out of that user's runs (`cut_texts`): a task's output keeps the prompt it was
+given, and memory put what it recalled into that prompt. They live in the namespace's
 Chroma database (`store/runs.py`), so an embedded store keeps them in its directory and a server
 deployment shares them between all its processes.
 """
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from .records import one_line
 from .safety import SecretRefusedError, redact_data, secret_fields
 from .store.chroma import StoredRow
 from .store.runs import RunCollection
@@ -39,9 +42,23 @@ from .validation import check_user_id
 log = logging.getLogger("mnemic.runs")
 
 RUNS_LABEL = "kickoffs"
+ERASED = "[erased]"
 MAX_RUN_ID_CHARS = 200
 _RUN_ID_OK = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:@+-]*\Z")
 _IN_CHUNK = 500
+
+
+def _cut(value: Any, forms: Sequence[str]) -> Any:
+    """`value` (decoded JSON) with every string's occurrences of `forms` replaced by ERASED."""
+    if isinstance(value, str):
+        for form in forms:
+            value = value.replace(form, ERASED)
+        return value
+    if isinstance(value, list):
+        return [_cut(item, forms) for item in value]
+    if isinstance(value, dict):
+        return {_cut(key, forms): _cut(item, forms) for key, item in value.items()}
+    return value
 
 
 def _when(value: Any) -> datetime:
@@ -311,6 +328,31 @@ class RunLog:
                 return False
             self._delete_runs([run_id])
         return True
+
+    def cut_texts(self, user_id: str, texts: Collection[str]) -> int:
+        """Replace each of `texts` (erased records) with ERASED wherever the user's runs hold it,
+        as stored or as a prompt shows it (on one line); returns how many rows were rewritten.
+        The rewrite goes through the erasure hook like a removal: the old rows' bytes are scrubbed."""
+        owner = check_user_id(user_id)
+        forms = sorted({form for text in texts for form in (text, one_line(text)) if form.strip()},
+                       key=len, reverse=True)  # a longer text first: it may hold a shorter one
+        if not forms:
+            return 0
+        as_stored = [_json(form)[1:-1] for form in forms]  # how each sits inside a JSON document
+        with self._lock:
+            rewritten = []
+            for row in self._collection.get(where={"user_id": owner}):
+                if not any(form in row.document for form in as_stored):
+                    continue
+                cut = _cut(json.loads(row.document), forms)
+                document = _json(cut)
+                if document != row.document:
+                    rewritten.append(StoredRow(id=row.id, document=document, metadata=row.metadata))
+            if rewritten:
+                self._collection.upsert(rewritten)
+                if self._on_erased is not None:
+                    self._on_erased(self._collection, [r.id for r in rewritten])
+        return len(rewritten)
 
     def erase_user(self, user_id: str) -> int:
         """Remove every run of `user_id` (header and steps); returns how many runs went."""
