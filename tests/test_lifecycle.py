@@ -26,6 +26,20 @@ def test_tool_results_and_documents_wait_for_confirmation(memory: Memory) -> Non
     assert memory.history(pending[0].id)[-1].action == "confirm"
 
 
+def test_a_confirmed_change_retires_the_value_it_replaces(memory: Memory) -> None:
+    # Said by the user, "…is now Tom Baker" retires "…is Ann Lee" at once; from a tool it waits as
+    # pending, and must retire the old value when confirmed, or both are served as current.
+    old = memory.remember("The account manager is Ann Lee.", user_id="u")
+    new = memory.remember("The account manager is now Tom Baker.", user_id="u", source_kind="tool_result")
+    assert old is not None and new is not None and new.state == "pending"
+    assert memory.get(old.id).state == "valid"  # an unconfirmed fact retires nothing
+    memory.confirm(new.id, actor="ops")
+    retired = memory.get(old.id)
+    assert retired.state == "invalid" and retired.invalidated_by == new.id
+    assert [m.record.id for m in memory.recall("who is the account manager", user_id="u")] == [new.id]
+    assert memory.history(old.id)[-1].actor == "ops"
+
+
 def test_invalidated_fact_is_kept_but_never_served(memory: Memory) -> None:
     record = memory.remember("Ken owns a sailing boat.", user_id="ken")
     assert record is not None

@@ -466,9 +466,12 @@ class Memory:
         return self._changes.invalidate(record_id, reason=reason, actor=actor, replaced_by=replaced_by)
 
     def confirm(self, record_id: str, *, actor: str = "operator") -> MemoryRecord:
-        """Let a pending fact (from a tool result or document) be served."""
+        """Let a pending fact (from a tool result or document) be served; a fact it replaces ("…is
+        now Tom Baker") is retired then, as it would have been had the user said it."""
         self._gate.check()
-        return self._changes.confirm(record_id, actor=actor)
+        confirmed = self._changes.confirm(record_id, actor=actor)
+        self._pipeline.retire_what_it_replaces(confirmed, actor=actor)
+        return confirmed
 
     def delete(self, record_id: str, *, actor: str = "operator", reason: str | None = None) -> None:
         """Remove a record for good; its history keeps a tombstone."""

@@ -234,6 +234,24 @@ class WritePipeline:
         return record.model_copy(update=changes)
 
 
+    def retire_what_it_replaces(self, confirmed: MemoryRecord, *, actor: str) -> list[MemoryRecord]:
+        """Once a pending fact is confirmed, retire the live facts it replaces ("…is now Tom Baker"
+        after "…is Ann Lee"): while unconfirmed it retired nothing (`_decide` inserts an unconfirmed
+        fact however it reads), so without this both values would be served as current. The rules
+        decide, as for any statement said again; returns the records retired."""
+        if confirmed.state != "valid":
+            return []
+        with self._records.lock:
+            vector = self._embedder().embed([confirmed.text])[0]
+            (pool,) = self.similar_many(confirmed.user_id, [vector], kind=confirmed.kind)
+            others = [s for s in pool if s.record.id != confirmed.id]
+            decision, targets = self._decide(confirmed, None, others, {})
+            if decision.action not in ("update", "invalidate"):
+                return []
+            retired = [self._retire(old, confirmed, reason=decision.reason, actor=actor) for old in targets]
+            self._stats.bump("facts_invalidated", len(retired))
+            return retired
+
     def finish_retirements(self, landed: Sequence[MemoryRecord], *, actor: str) -> int:
         """Retire the records that stored replacements supersede but that are still live: a
         replacement is written before the record it retires, so a crash between the two leaves
