@@ -32,7 +32,28 @@ CASES: list[tuple[str, Callable[[Memory], Any], type[Exception], str]] = [
     ("slice int", lambda m: m.slice(1), TypeError, "must be a path"),
     ("empty query", lambda m: m.recall("  ", user_id="alice"), ValueError, "question or keywords"),
     ("empty knowledge query", lambda m: m.knowledge.search(""), ValueError, "question or keywords"),
+    # Found by an attack: each answered silently with nothing, or in Python's own words.
+    ("knowledge min_score nan", lambda m: m.knowledge.search("tea", min_score=float("nan")), ValueError, "finite"),
+    ("knowledge list source int", lambda m: m.knowledge.list(source=5), TypeError, "source must be a string"),
+    ("remember_many unknown option", lambda m: m.remember_many(["Likes green tea."], user_id="alice", colour="red"),
+     TypeError, r"remember_many\(\) got unknown option\(s\) colour"),
+    ("read-only view knowledge add", lambda m: m.slice("/a", read_only=True).knowledge.add("Refunds take 5 days."),
+     PermissionError, "read-only: knowledge.add"),
+    ("read-only view knowledge clear", lambda m: m.slice("/a", read_only=True).knowledge.clear(confirm=True),
+     PermissionError, "read-only: knowledge.clear"),
+    ("store search limit text", lambda m: _store(m).search(("memories", "alice"), limit="3"), TypeError,
+     "limit must be an integer"),
+    ("store search limit negative", lambda m: _store(m).search(("memories", "alice"), limit=-1), ValueError,
+     "limit must be 0 or more"),
+    ("store put index int", lambda m: _store(m).put(("memories", "alice"), "k", {"text": "x"}, index=5), TypeError,
+     "index must be False, None or a list"),
 ]
+
+
+def _store(memory: Memory) -> Any:
+    from mnemic.integrations.langgraph import MnemicStore
+
+    return MnemicStore(memory)
 
 
 @pytest.mark.parametrize(("call", "error", "says"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])

@@ -90,6 +90,12 @@ def test_path_and_client_together_are_refused(tmp_path: Any) -> None:
 
 
 def test_closed_memory_says_so(memory: Memory) -> None:
+    run = memory.runs.begin(group="crew", user_id="u")
     memory.close()
     with pytest.raises(RuntimeError, match="closed"):
         memory.recall("x", user_id="u")
+    # The run log and repair answered with Chroma's "'RustBindingsAPI' object has no attribute".
+    for call in (memory.repair, memory.runs.runs, lambda: memory.runs.get(run.run_id),
+                 lambda: memory.runs.begin(group="crew", user_id="u"), lambda: memory.runs.erase_user("u")):
+        with pytest.raises(RuntimeError, match="this Memory is closed"):
+            call()

@@ -32,7 +32,9 @@ def test_the_tools_work_through_a_read_only_slice_and_say_honestly_that_it_is(me
     assert core.remember(work, "Alice's team moved to MySQL.", user_id="alice") == core.READ_ONLY
     assert "MySQL" not in " ".join(r.text for r in memory.list(user_id="alice"))
     assert "nightly" in core.search_knowledge(work, "postgres backups")
-    assert not hasattr(work.knowledge, "add")
+    with pytest.raises(PermissionError, match="read-only"):  # a write is refused, never attempted
+        work.knowledge.add("Backups moved to hourly.", verbatim=True)
+    assert "hourly" not in " ".join(c.text for c in memory.knowledge.list())
 
 
 @pytest.mark.parametrize("junk", [".", "1", "-", "\U0001F600" * 50, "  ...  "])

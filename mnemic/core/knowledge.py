@@ -65,7 +65,7 @@ from .safety import contains_secret, find_secrets
 from .scrub import Scrubber
 from .store import StoredRow
 from .store.knowledge import KnowledgeCollection
-from .validation import check_clean, check_limit, check_text
+from .validation import check_clean, check_limit, check_min_score, check_text
 
 log = logging.getLogger("mnemic")
 
@@ -322,10 +322,9 @@ class KnowledgeStore:
         query_text = check_text(query, name="query", max_chars=self._max_text_chars)
         limit = check_limit(limit)
         sources = check_sources(source)
-        if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
-            raise TypeError(f"min_score must be a number, got {type(min_score).__name__}")
+        threshold = check_min_score(min_score)
         self._maybe_sync()
-        return self._ranker.search(query_text, limit=limit, sources=sources, min_score=float(min_score))
+        return self._ranker.search(query_text, limit=limit, sources=sources, min_score=threshold)
 
     def get(self, chunk_id: str) -> KnowledgeChunk:
         self._gate.check()
@@ -340,6 +339,8 @@ class KnowledgeStore:
         limit = check_limit(limit, maximum=100_000)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
+        if source is not None and not isinstance(source, str):
+            raise TypeError(f"source must be a string (a source as `sources()` lists it), got {type(source).__name__}")
         chunks = [from_row(r) for r in self._collection.iterate()]
         if source is not None:
             chunks = [c for c in chunks if c.source == source]

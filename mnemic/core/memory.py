@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import inspect
 import logging
 import shutil
 import tempfile
@@ -67,6 +68,8 @@ from .write_pipeline import WritePipeline
 from .writer import BackgroundWriteError, BackgroundWriter
 
 log = logging.getLogger("mnemic")
+# What remember_many() passes on to the intake (remember()'s options), named in its own errors.
+_REMEMBER_MANY_OPTIONS = frozenset(inspect.signature(Intake.prepare).parameters) - {"self", "texts", "policy", "call"}
 
 class Memory:
     """Long-term memory for agents. See the README for a tour.
@@ -177,7 +180,8 @@ class Memory:
             recall=self._recall, sync=self._sync, owner=self._intake.owner, max_text_chars=self.max_text_chars)
         # What runs of agent teams produced (kickoff outputs, kept for replay), in the namespace's
         # Chroma database: every process of a deployment sees them, and every process erases them.
-        self.runs = RunLog(RunCollection(store.client, self.namespace), on_secrets=self.stats.add_secrets,
+        self.runs = RunLog(RunCollection(store.client, self.namespace, check_open=self._gate.check),
+                           on_secrets=self.stats.add_secrets,
                            on_erased=self._scrubber.runs_erased)
         self._retained = RetainedRegistry(store, built_in=[self.runs])
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
@@ -348,6 +352,10 @@ class Memory:
         items = builtins.list(texts) if not isinstance(texts, str) else [texts]
         if not items:
             return []
+        unknown = sorted(set(options) - _REMEMBER_MANY_OPTIONS)
+        if unknown:
+            raise TypeError(f"remember_many() got unknown option(s) {', '.join(unknown)}; it takes the options of "
+                            f"remember(): {', '.join(sorted(_REMEMBER_MANY_OPTIONS))}")
         policy = self._policy.require_writes("remember_many()")
         actor = options.pop("actor", None)
         if actor is not None:
@@ -582,6 +590,7 @@ class Memory:
         crash, or another process's writes), and every user's vector index, rebuilt when a query
         cannot reach some of their records. Opening a store the last process did not close does
         the same. Returns how many index entries and records were mended."""
+        self._gate.check()
         return self._recovery.repair()
 
 

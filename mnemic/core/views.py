@@ -68,7 +68,9 @@ class MemoryView:
     @property
     def knowledge(self) -> Any:
         """The namespace's shared knowledge; through a read-only view, for searching only."""
-        return _SearchOnlyKnowledge(self.memory.knowledge) if self.read_only else self.memory.knowledge
+        if self.read_only:
+            return _SearchOnlyKnowledge(self.memory.knowledge, deny=self._deny_writes)
+        return self.memory.knowledge
 
     # -- confinement --------------------------------------------------------------------------
 
@@ -182,10 +184,23 @@ class MemoryView:
 
 
 class _SearchOnlyKnowledge:
-    """Knowledge as a read-only view offers it: search, and nothing that writes."""
+    """Knowledge as a read-only view offers it: its reads, and a PermissionError for each write
+    (the same refusal as the view's own writes, not an AttributeError)."""
 
-    def __init__(self, knowledge: Any) -> None:
+    _READS = frozenset({"search", "get", "list", "history", "sources", "count", "enabled_for_agents",
+                        "collection_name"})
+
+    def __init__(self, knowledge: Any, *, deny: Any) -> None:
         self._knowledge = knowledge
+        self._deny = deny
 
-    def search(self, *args: Any, **kwargs: Any) -> Any:
-        return self._knowledge.search(*args, **kwargs)
+    def __getattr__(self, name: str) -> Any:
+        if name in self._READS:
+            return getattr(self._knowledge, name)
+        if name.startswith("_") or not callable(getattr(self._knowledge, name, None)):
+            raise AttributeError(name)
+
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            self._deny(f"knowledge.{name}")
+
+        return refused

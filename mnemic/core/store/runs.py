@@ -34,14 +34,18 @@ def _is_gone(exc: Exception) -> bool:
 class RunCollection:
     """upsert / get / delete on a namespace's run collection (created on first write)."""
 
-    def __init__(self, client: Any, namespace: str) -> None:
+    def __init__(self, client: Any, namespace: str, *, check_open: Callable[[], None] | None = None) -> None:
         self.client = retrying(client)
         self.namespace = namespace
+        # The owner's "this Memory is closed", before Chroma's own error for a closed client.
+        self._check_open = check_open
         self.name = f"mnemic-{namespace_slug(namespace)}{RUNS_COLLECTION_SUFFIX}"
         self._lock = threading.Lock()
         self._collection: Any | None = None
 
     def _handle(self, *, create: bool) -> Any | None:
+        if self._check_open is not None:
+            self._check_open()
         with self._lock:
             if self._collection is not None:
                 return self._collection

@@ -125,6 +125,22 @@ def _check_json(value: Mapping[str, Any], namespace: tuple[str, ...], key: str) 
         ) from None
 
 
+def _check_op_arguments(op: Op) -> None:
+    """Arguments the operations would otherwise misread: a limit of "3" failed deep in Python's
+    comparison, -1 answered with nothing, an index of 5 with "'int' object is not iterable"."""
+    if isinstance(op, (SearchOp, ListNamespacesOp)):
+        for name in ("limit", "offset"):
+            value = getattr(op, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+            if value < 0:
+                raise ValueError(f"{name} must be 0 or more, got {value}")
+    if isinstance(op, PutOp) and op.index not in (None, False) and (
+            isinstance(op.index, str) or not isinstance(op.index, (list, tuple))
+            or not all(isinstance(path, str) for path in op.index)):
+        raise TypeError(f"index must be False, None or a list of field paths such as ['text'], got {op.index!r}")
+
+
 class MnemicStore(BaseStore):
     """A LangGraph `BaseStore` whose items are mnemic memory records (see the module docstring).
 
@@ -247,6 +263,7 @@ class MnemicStore(BaseStore):
         results: list[Result] = []
         for op in ops:
             validate_op_namespace(op)
+            _check_op_arguments(op)
             if isinstance(op, GetOp):
                 results.append(self._get(op))
             elif isinstance(op, SearchOp):
