@@ -335,6 +335,29 @@ def test_a_fact_invalidated_during_the_turn_leaves_the_next_model_calls_context(
     assert "Anna Smith" not in second and "Tom Baker" in second
 
 
+def test_a_fact_that_expires_during_the_turn_leaves_the_next_model_calls_context(memory: Memory) -> None:
+    """Expiry changes nothing the turn's cache is keyed on: a fact whose time runs out while a tool
+    works must still be gone from the model's next call, as it is from recall."""
+    memory.remember("Alice is staying at the Hotel Zebulon this week.", user_id="alice", ttl_seconds=1)
+
+    @tool
+    def book_taxi(destination: str) -> str:
+        """Books a taxi (slowly)."""
+        time.sleep(1.2)
+        return "booked"
+
+    hooks = MemoryHooks(memory)
+    model = ScriptedModel(responses=[call("book_taxi", destination="hotel"), AIMessage("Your taxi is booked.")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = create_react_agent(model, tools=[book_taxi], prompt=hooks.prompt)
+    graph.invoke(ask("Book me a taxi to my hotel, the Zebulon."), run("alice"))
+    first, second = (" ".join(str(m.content) for m in context_of(seen)) for seen in model.calls)
+    assert "Hotel Zebulon" in first
+    assert "Hotel Zebulon" not in second
+    assert memory.recall("Hotel Zebulon", user_id="alice") == []
+
+
 def test_a_recall_failure_leaves_memory_out_instead_of_failing_the_run(memory: Memory,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     hooks = MemoryHooks(memory)

@@ -33,6 +33,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -55,6 +57,10 @@ TURN_CACHE_SIZE = 256
 # writes at once; on a server the reused facts are read again by id (another process may have
 # invalidated one), and the age limit bounds how long a fact added elsewhere waits to appear.
 PROFILE_MAX_AGE_S = 30.0
+# A turn's context is reused for its later model calls while the user's memory is unchanged; the
+# age limit bounds what a change the signature cannot see (one made by another process, a policy
+# change) waits, as for the profile.
+TURN_MAX_AGE_S = 30.0
 # Results of memory's own tools are memory's output: extracting them again would store what
 # was recalled as new (pending) tool facts.
 MEMORY_TOOL_NAMES = frozenset({"search_memory", "remember", "search_knowledge"})
@@ -114,9 +120,9 @@ class MemoryHooks:
         # A turn with tool calls calls the model again for the same user message: its memory
         # context is computed once per turn (keyed by that message's id) instead of once per call,
         # and computed again when the user's memory changed meanwhile (a tool call in the turn
-        # may have invalidated a fact the context holds).
+        # may have invalidated a fact the context holds) or one of its facts expired.
         self.cache_turn = cache_turn
-        self._turns: OrderedDict[tuple[str, str], tuple[Any, str]] = OrderedDict()
+        self._turns: OrderedDict[tuple[str, str], _TurnContext] = OrderedDict()
         self._profiles: dict[str, tuple[Any, float, list[MemoryRecord]]] = {}
         self._turns_lock = threading.Lock()
         self.prompt = RunnableLambda(self._prompt, afunc=self._aprompt, name="mnemic_prompt")
@@ -138,11 +144,14 @@ class MemoryHooks:
     def context_text(self, user_id: str | None, query: str | None) -> str:
         """What memory puts before the model for `user_id`: the profile (when enabled) and the
         memories relevant to `query`, headed as background that is not instructions; "" for none."""
+        return format_profile(self._context_records(user_id, query))
+
+    def _context_records(self, user_id: str | None, query: str | None) -> list[MemoryRecord]:
         if user_id is None:
-            return ""
+            return []
         policy = self.memory.effective_policy()
         if policy.mode == "off":
-            return ""
+            return []
         records: dict[str, MemoryRecord] = {}
         if self.profile or (self.profile is None and policy.inject == "profile"):
             records.update((r.id, r) for r in self._profile_records(user_id))
@@ -150,7 +159,7 @@ class MemoryHooks:
             for match in self.memory.recall(query[:2000], user_id=user_id, limit=self.recall_limit,
                                             kinds=MEMORY_KINDS):
                 records.setdefault(match.record.id, match.record)
-        return format_profile(list(records.values()))
+        return list(records.values())
 
     def _profile_records(self, user_id: str) -> list[MemoryRecord]:
         self.memory.wait_for_writes()  # facts still being written belong in the profile
@@ -192,18 +201,18 @@ class MemoryHooks:
         position = _last_human(result)
         key = self._turn_key(who, result[position] if position is not None else None)
         signature = _change_signature(self.memory, key[0]) if key is not None else None
-        cached = self._cached(key, signature)
-        if cached is not None:
-            text = cached
-        else:
-            try:
-                text = self.context_text(who.user_id if who else None,
-                                         _text(result[position]) if position is not None else None)
-            except Exception:  # a memory failure must not stop the agent: it answers without memory
-                log.exception("memory recall failed; the model is called without memory context")
-                text = ""
+        try:
+            cached = self._cached(key, signature)
+            if cached is not None:
+                text = cached
             else:
-                self._remember_turn(key, signature, text)
+                records = self._context_records(who.user_id if who else None,
+                                                _text(result[position]) if position is not None else None)
+                text = format_profile(records)
+                self._remember_turn(key, signature, records, text)
+        except Exception:  # a memory failure must not stop the agent: it answers without memory
+            log.exception("memory recall failed; the model is called without memory context")
+            text = ""
         if text:
             note = HumanMessage(content=text, id=CONTEXT_MESSAGE_ID)
             if position is None:
@@ -219,18 +228,28 @@ class MemoryHooks:
         return who.user_id, str(message.id)
 
     def _cached(self, key: tuple[str, str] | None, signature: Any) -> str | None:
-        """The turn's context, if it was computed while the user's memory was as it is now."""
+        """The turn's context, if every fact in it is still servable: computed while the user's
+        memory was as it is now, not too long ago, and before any of its facts expired (expiry
+        changes no signature)."""
         if key is None or signature is None:
             return None
         with self._turns_lock:
             found = self._turns.get(key)
-        return found[1] if found is not None and found[0] == signature else None
+        if found is None or found.signature != signature \
+                or time.monotonic() - found.computed_at >= TURN_MAX_AGE_S:
+            return None
+        if found.expires_first is not None and found.expires_first <= utcnow():
+            return None
+        return found.text
 
-    def _remember_turn(self, key: tuple[str, str] | None, signature: Any, text: str) -> None:
+    def _remember_turn(self, key: tuple[str, str] | None, signature: Any,
+                       records: list[MemoryRecord], text: str) -> None:
         if key is None or signature is None:
             return
+        entry = _TurnContext(signature, time.monotonic(), records, text,
+                             min((r.expires_at for r in records if r.expires_at is not None), default=None))
         with self._turns_lock:
-            self._turns[key] = (signature, text)
+            self._turns[key] = entry
             while len(self._turns) > TURN_CACHE_SIZE:
                 self._turns.popitem(last=False)
 
@@ -298,6 +317,17 @@ class MemoryHooks:
         """The same hooks as `langchain.agents` middleware (needs `pip install langchain`):
         memory context around every model call, extraction when the agent finishes."""
         return _middleware_class()(self)
+
+
+@dataclass(frozen=True)
+class _TurnContext:
+    """A turn's memory context and what it was made of, for its later model calls."""
+
+    signature: Any
+    computed_at: float  # time.monotonic()
+    records: list[MemoryRecord]
+    text: str
+    expires_first: datetime | None
 
 
 def _change_signature(memory: Memory, user_id: str) -> tuple[int, float | None] | None:
