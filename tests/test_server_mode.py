@@ -171,3 +171,29 @@ def test_langgraph_hooks_never_inject_a_fact_another_client_invalidated(chroma_s
             operator.invalidate(berlin.id, reason="moved to Lisbon")
         context = hooks.context_text("alice", None)
         assert "Berlin" not in context and "nurse" in context
+
+
+def test_langgraph_hooks_drop_a_fact_another_client_invalidated_during_the_turn(
+        chroma_server: int, namespace: str) -> None:
+    # A turn's context is reused for its later model calls until this process sees a change; a
+    # second client invalidating a fact while a tool runs is not such a change.
+    pytest.importorskip("langgraph")
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+    from mnemic.integrations.langgraph import CONTEXT_MESSAGE_ID, MemoryHooks
+
+    def memory_context(messages: list[BaseMessage]) -> str:
+        return " ".join(str(m.content) for m in messages if m.id == CONTEXT_MESSAGE_ID)
+
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as agent_side:
+        address = agent_side.remember("Alice's billing address is 12 Zebulon Road.", user_id="alice")
+        assert address is not None
+        hooks = MemoryHooks(agent_side)
+        run = {"configurable": {"user_id": "alice", "thread_id": "t1"}}
+        turn: list[BaseMessage] = [HumanMessage("What is my billing address?", id="question")]
+        assert "Zebulon Road" in memory_context(hooks.context_messages(turn, run))
+        with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as operator:
+            operator.invalidate(address.id, reason="moved")
+        turn += [AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "c1"}]),
+                 ToolMessage("nothing found", tool_call_id="c1")]
+        assert "Zebulon Road" not in memory_context(hooks.context_messages(turn, run))

@@ -181,9 +181,10 @@ class MemoryHooks:
         return [r for r in records if r.is_servable(moment)]
 
     def _reread(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
-        """The cached profile as stored now. On a server another process may have invalidated a
-        fact, which this process's revision does not show: reading the few profile facts again
-        (one read each) keeps an invalidated fact out; a fact added meanwhile waits for the age limit."""
+        """Cached facts (a profile, a turn's context) as stored now. On a server another process
+        may have invalidated a fact, which this process's revision does not show: reading the few
+        cached facts again (one read each) keeps an invalidated fact out; a fact added meanwhile
+        waits for the age limit."""
         fresh = []
         for record in records:
             try:
@@ -229,8 +230,8 @@ class MemoryHooks:
 
     def _cached(self, key: tuple[str, str] | None, signature: Any) -> str | None:
         """The turn's context, if every fact in it is still servable: computed while the user's
-        memory was as it is now, not too long ago, and before any of its facts expired (expiry
-        changes no signature)."""
+        memory was as it is now, not too long ago, before any of its facts expired (expiry changes
+        no signature) and, on a server, with none changed by another process since."""
         if key is None or signature is None:
             return None
         with self._turns_lock:
@@ -239,6 +240,8 @@ class MemoryHooks:
                 or time.monotonic() - found.computed_at >= TURN_MAX_AGE_S:
             return None
         if found.expires_first is not None and found.expires_first <= utcnow():
+            return None
+        if self.memory.mode != "embedded" and not found.unchanged_in(self._reread(found.records)):
             return None
         return found.text
 
@@ -328,6 +331,12 @@ class _TurnContext:
     records: list[MemoryRecord]
     text: str
     expires_first: datetime | None
+
+    def unchanged_in(self, stored: list[MemoryRecord]) -> bool:
+        """Whether `stored` (the records read again) still holds every fact, unchanged and servable."""
+        moment = utcnow()
+        return [(r.id, r.version) for r in stored if r.is_servable(moment)] \
+            == [(r.id, r.version) for r in self.records]
 
 
 def _change_signature(memory: Memory, user_id: str) -> tuple[int, float | None] | None:
