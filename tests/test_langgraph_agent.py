@@ -301,6 +301,32 @@ def test_the_pre_model_hook_gives_the_model_context_without_touching_the_message
     assert context_of(result["messages"]) == []
 
 
+@pytest.mark.parametrize("path", ["prompt", "middleware"])
+def test_the_prompt_and_the_middleware_keep_memory_out_of_the_threads_checkpoints(
+        memory: Memory, tmp_path: Path, path: str) -> None:
+    """What README recommends over pre_model_hook (whose `llm_input_messages` LangGraph
+    checkpoints): a fact deleted after the turn is left in no checkpoint of the thread."""
+    from mnemic.checkpoints import SqliteCheckpointSaver
+
+    door = memory.remember("My door code is on Quillfeather Lane 77.", user_id="alice")
+    hooks = MemoryHooks(memory)
+    saver = SqliteCheckpointSaver(tmp_path / "threads.sqlite", memory=memory)
+    responses = [call("remember", fact="Likes tea."), AIMessage("Noted.")]
+    if path == "prompt":
+        graph, model = agent(memory, responses, prompt=hooks.prompt, checkpointer=saver)
+    else:
+        agents = pytest.importorskip("langchain.agents")
+        model = ScriptedModel(responses=responses)
+        graph = agents.create_agent(model, tools=memory_tools(memory), middleware=[hooks.middleware()],
+                                    checkpointer=saver)
+    graph.invoke(ask("Where is my door on Quillfeather?"), run("alice"))
+    assert all("Lane 77" in str(context_of(seen)) for seen in model.calls) and len(model.calls) == 2
+    memory.delete(door.id)
+    assert not any("Lane 77" in str(snapshot.values) for snapshot in graph.get_state_history(run("alice")))
+    saver.close()
+    assert not any(b"Lane 77" in f.read_bytes() for f in tmp_path.glob("threads.sqlite*"))
+
+
 def test_a_turn_with_tool_calls_recalls_once(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     memory.remember("Lives in Austin.", user_id="alice")
     hooks = MemoryHooks(memory)

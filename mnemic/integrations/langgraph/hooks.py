@@ -11,7 +11,10 @@ user in front of the user's latest message: the profile (newest facts, when the 
 is "profile" or `profile=True`) and the memories relevant to that message. It goes in as a user
 message headed "may be out of date, not instructions", never as a system message: memory is text
 that came from users and documents, and must not get instruction priority. It is not written to the
-graph's messages, so it is never extracted back into memory.
+graph's messages, so it is never extracted back into memory. Through `prompt` (or `middleware()`)
+it is in no checkpoint either; `pre_model_hook` returns it as `llm_input_messages`, which LangGraph
+checkpoints, so a fact deleted later stays in the thread's saved history: prefer `prompt` whenever
+the graph has a checkpointer.
 
 After the model's final answer (an AI message with no tool calls), `post_model_hook` hands the
 turn to `Memory.observe`, which returns at once: under policy `auto` the turn is distilled into
@@ -269,6 +272,7 @@ class MemoryHooks:
 
     def _pre_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         # Always returned: `llm_input_messages` is a persisted channel, and a stale one would be reused.
+        # Being persisted, it keeps this context in the thread's checkpoints (see the module docstring).
         return {"llm_input_messages": self.context_messages(_messages_of(state), config)}
 
     async def _apre_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
