@@ -5,6 +5,7 @@ calls used to fail inside mnemic with Python's own words ("'int' object is not i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,19 @@ CASES: list[tuple[str, Callable[[Memory], Any], type[Exception], str]] = [
      "limit must be 0 or more"),
     ("store put index int", lambda m: _store(m).put(("memories", "alice"), "k", {"text": "x"}, index=5), TypeError,
      "index must be False, None or a list"),
+    # Past the year 9999 or before the year 1 once in UTC: accepted, such a record could not be read
+    # back, and its user could no longer be recalled, listed or erased.
+    ("created_at max", lambda m: m.remember(
+        "Tea.", user_id="alice", created_at=datetime.max.replace(tzinfo=timezone.utc)),
+     ValueError, "created_at=.* is out of range: give a moment from 1900"),
+    ("created_at past 9999 in UTC", lambda m: m.remember(
+        "Tea.", user_id="alice", created_at=datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-2)))),
+     ValueError, "created_at=.* is out of range"),
+    ("created_at before year 1 in UTC", lambda m: m.remember_many(
+        ["Tea."], user_id="alice", created_at=datetime(1, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=1)))),
+     ValueError, "created_at=.* is out of range"),
+    ("created_at text", lambda m: m.remember("Tea.", user_id="alice", created_at="yesterday"),
+     TypeError, "created_at must be a datetime or an ISO 8601 string"),
 ]
 
 
@@ -62,3 +76,38 @@ def test_a_wrong_argument_is_named_and_nothing_changes(memory: Memory, call: Cal
     with pytest.raises(error, match=says):
         call(memory)
     assert [r.text for r in memory.list(user_id="alice")] == ["I prefer tea over coffee."]
+
+
+SETTINGS: list[tuple[dict[str, Any], type[Exception], str]] = [
+    ({"weights": "fast"}, TypeError, "weights must be a RecallWeights"),
+    ({"weights": {"recency": -1}}, ValueError, "bad weights: recency"),
+    ({"weights": {"speed": 1}}, ValueError, "weights has unknown field.*speed"),
+    ({"max_text_chars": "big"}, TypeError, "max_text_chars must be a whole number"),
+    ({"max_text_chars": 0}, ValueError, "max_text_chars=0 would refuse every statement"),
+    ({"max_text_chars": True}, TypeError, "max_text_chars must be a whole number"),
+    ({"lexical_path": 5}, TypeError, "lexical_path must be a path"),
+    ({"lexical_path": "index.sqlite3"}, ValueError, "lexical_path is for a Chroma server"),
+]
+
+
+@pytest.mark.parametrize(("setting", "error", "says"), SETTINGS, ids=[repr(case[0]) for case in SETTINGS])
+def test_a_setting_memory_cannot_use_is_refused_when_it_is_opened(tmp_path: Path, setting: dict[str, Any],
+                                                                  error: type[Exception], says: str) -> None:
+    # These were accepted, and failed later in another call, in Python's words (or refused every write).
+    with pytest.raises(error, match=says):
+        Memory(tmp_path / "m", embedder=HashEmbedder(), **setting)
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:  # nothing was left locked
+        assert memory.list() == []
+
+
+def test_a_wrong_store_location_is_named(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="path must be a path"):
+        Memory(123, embedder=HashEmbedder())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="client must be a Chroma client"):
+        Memory(client=object(), embedder=HashEmbedder())
+
+
+def test_weights_may_be_given_as_a_dict_of_their_fields(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), weights={"recency": 0.2}) as memory:
+        assert memory.weights.recency == 0.2
+        assert memory.weights.semantic == 0.5  # the others keep their tuned value

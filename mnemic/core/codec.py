@@ -14,12 +14,22 @@ sentinel.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+import logging
+import math
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .records import MemoryRecord
 from .scopes import ancestors
 
+log = logging.getLogger("mnemic")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# Older versions stored any created_at a caller gave, even one past the year 9999 once in UTC,
+# and every read of that user (erasure too) failed on it. Such a time is read as the nearest of
+# these, a day inside datetime's ends so that showing it in any time zone stays in range.
+_EARLIEST_READABLE = datetime(1, 1, 2, tzinfo=timezone.utc)
+_LATEST_READABLE = datetime(9999, 12, 30, tzinfo=timezone.utc)
 NEVER = 253402300799.0  # 9999-12-31T23:59:59Z
 USER_META_PREFIX = "x."
 RECORD_FIELD = "record"
@@ -39,7 +49,24 @@ def to_ts(moment: datetime | None) -> float | None:
 def from_ts(value: Any) -> datetime | None:
     if value is None:
         return None
-    return datetime.fromtimestamp(float(value), tz=timezone.utc)
+    seconds = float(value)
+    try:
+        moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        # Past datetime's range, or before 1970 on a platform whose C library refuses that.
+        try:
+            moment = _EPOCH + timedelta(seconds=seconds)
+        except (OverflowError, ValueError):
+            moment = None
+    if moment is not None and _EARLIEST_READABLE <= moment <= _LATEST_READABLE:
+        return moment
+    if math.isnan(seconds):
+        log.warning("a stored time is not a number; it is read as unknown")
+        return None
+    nearest = _EARLIEST_READABLE if seconds < 0 else _LATEST_READABLE
+    log.warning("a stored time (%r epoch seconds) is outside the dates mnemic can work with; read as %s",
+                seconds, nearest.isoformat())
+    return nearest
 
 
 def to_metadata(record: MemoryRecord, *, for_update: bool = False) -> dict[str, Any]:

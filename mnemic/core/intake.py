@@ -35,6 +35,7 @@ from .validation import (
     check_categories,
     check_choice,
     check_clean,
+    check_created_at,
     check_importance,
     check_metadata,
     check_name,
@@ -152,7 +153,7 @@ class Intake:
         metadata: Any = None,
         ttl_seconds: Any = None,
         kind: Any = "fact",
-        created_at: datetime | None = None,
+        created_at: Any = None,
         topic: str | None = None,
         actor: Any = None,
         call: str = "remember()",
@@ -175,6 +176,7 @@ class Intake:
             raise TypeError(f"private must be True or False, got {type(private).__name__}")
         origin = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         extra = check_metadata(metadata)
+        made_at = check_created_at(created_at)
         # The scope as given: normalising drops the empty segment of a "scheme://" URL in it.
         self.refuse_secret_fields(
             f"this {call}", scope=scope if isinstance(scope, str) else scope_path, categories=cats,
@@ -186,7 +188,7 @@ class Intake:
             self.new_record(t, owner=owner, scope=scope_path, categories=cats, importance=weight,
                             author=author, source_kind=source_kind, session=session, turn=turn_no,
                             private=private, source=origin, metadata=extra, ttl=ttl, kind=kind,
-                            created_at=created_at, topic=topic, now=now)
+                            created_at=made_at, topic=topic, now=now)
             for t in clean_texts
             if self.screen(t, kind=kind, policy=policy, screen_sensitive=source_kind in SCREENED_SOURCE_KINDS)
         ]

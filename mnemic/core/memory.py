@@ -47,7 +47,7 @@ from .notes import NoteStore
 from .organisation import Organisation
 from .policy import EffectivePolicy, MemoryPolicy, coerce_policy, refuse_secrets
 from .queued_writes import QueuedWrites
-from .ranking import RecallWeights
+from .ranking import RecallWeights, check_weights
 from .recall import RecallPipeline
 from .reconcile import thresholds_for
 from .record_writer import RecordWriter
@@ -61,7 +61,7 @@ from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, RunCollection, make_persistent_client
 from .store.history import ChromaHistory
-from .validation import MAX_TEXT_CHARS, check_optional_str, scope_paths
+from .validation import MAX_TEXT_CHARS, check_max_text_chars, check_optional_str, check_path, scope_paths
 from .views import MemoryView
 from .write_journal import WriteJournal
 from .write_pipeline import WritePipeline
@@ -93,7 +93,7 @@ class Memory:
         embedder: Any = None,
         llm: Any = None,
         policy: Any = None,
-        weights: RecallWeights | None = None,
+        weights: RecallWeights | Mapping[str, Any] | None = None,
         lexical_path: str | Path | None = None,
         max_text_chars: int = MAX_TEXT_CHARS,
     ) -> None:
@@ -102,6 +102,16 @@ class Memory:
         if not isinstance(namespace, str) or not namespace.strip():
             raise ValueError("namespace must be a non-empty string, e.g. the agent's name")
         # Checked before the store is opened, so bad arguments leave nothing locked.
+        path = check_path(path, name="path")
+        lexical_path = check_path(lexical_path, name="lexical_path")
+        if client is None and lexical_path is not None:
+            raise ValueError("lexical_path is for a Chroma server (client=...); an embedded store keeps its keyword "
+                             "index in its own directory: leave lexical_path out")
+        if client is not None and not callable(getattr(client, "get_or_create_collection", None)):
+            raise TypeError(f"client must be a Chroma client (e.g. chromadb.HttpClient(host=...)), got "
+                            f"{type(client).__name__}; for an embedded store pass path instead")
+        checked_weights = check_weights(weights)
+        max_text_chars = check_max_text_chars(max_text_chars)
         checked_llm = check_llm(llm)
         initial_policy = refuse_secrets(coerce_policy(policy)) if policy is not None else None
         self.namespace = namespace.strip()
@@ -129,7 +139,7 @@ class Memory:
             self._own_client = None  # the caller's client: theirs to close
         self.embedder: Embedder = resolve_embedder(embedder)
         self.llm = checked_llm
-        self.weights = weights or RecallWeights()
+        self.weights = checked_weights
         self._max_text_chars = max_text_chars
         self.stats = WriteStats()
         self._gate = OpenGate()
@@ -321,7 +331,8 @@ class Memory:
         fact is invalidated and linked to this one. Raises PolicyError when the namespace's memory
         mode is off, and SecretRefusedError (a ValueError naming the field) when a field other than
         the text (metadata, source, session_id, categories, scope, actor) holds a secret: nothing
-        is written. `ttl_seconds=None` uses the policy's.
+        is written. `ttl_seconds=None` uses the policy's. `created_at` (default now) dates the fact:
+        a datetime from 1900 to 8999, a naive one read as UTC; the record carries it in UTC.
         """
         self._gate.check()
         policy = self._policy.require_writes("remember()")
@@ -495,7 +506,8 @@ class Memory:
         erased, when and by whom. `forget(user_id=...)` with no other criterion erases the whole
         user, so it also erases what the namespace keeps of them beside their records (checkpoints,
         kickoff outputs, flow states, threads: see `retain()`); the returned ErasureReport is the
-        number of records and says how many of each other thing went.
+        number of records and says how many of each other thing went. `older_than` is a datetime
+        (a naive one is read as UTC, like every datetime mnemic takes), a timedelta, or seconds ago.
         """
         self._gate.check()
         if isinstance(user_id, str) and scope is None and not categories and older_than is None and ids is None:

@@ -27,9 +27,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .links import Link
 from .records import ScoreBreakdown
@@ -82,6 +82,27 @@ class RecallWeights(BaseModel):
     lexical_saturation: float = Field(16.0, gt=0)
     # Below this cosine, and with no shared word, a record is not relevant at all.
     min_similarity: float = Field(0.2, ge=-1, le=1)
+
+
+def check_weights(value: Any) -> RecallWeights:
+    """`weights=` as given to Memory: None (the tuned defaults), RecallWeights or a dict of its
+    fields. Checked when the Memory is opened: a wrong value used to fail at the first recall."""
+    if value is None:
+        return RecallWeights()
+    if isinstance(value, RecallWeights):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"weights must be a RecallWeights (or a dict of its fields), got {type(value).__name__} "
+                        f"{value!r:.60}; e.g. weights=RecallWeights(recency=0.1), or leave it out for the defaults")
+    unknown = sorted(str(key) for key in value if key not in RecallWeights.model_fields)
+    if unknown:
+        raise ValueError(f"weights has unknown field(s) {', '.join(unknown)}; the fields are "
+                         f"{', '.join(RecallWeights.model_fields)}")
+    try:
+        return RecallWeights.model_validate(dict(value))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+        raise ValueError(f"bad weights: {problems}") from None
 
 
 class Rankable(Protocol):

@@ -37,6 +37,16 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """`moment` in UTC. A naive datetime is taken to be UTC already, wherever the public API
+    accepts one (created_at, older_than, now): the machine's time zone must not decide which
+    records a call reaches, and CrewAI, whose adapter passes naive times, means UTC by them.
+    Raises OverflowError when the moment is past either end of datetime's range in UTC."""
+    if moment.utcoffset() is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
 def normalise_text(text: str) -> str:
     """The form two statements share when they say the same thing in different case or spacing."""
     folded = unicodedata.normalize("NFKC", text).casefold().strip()
@@ -104,7 +114,7 @@ class MemoryRecord(BaseModel):
         return self.text
 
     def is_expired(self, now: datetime | None = None) -> bool:
-        return self.expires_at is not None and self.expires_at <= (now or utcnow())
+        return self.expires_at is not None and self.expires_at <= (as_utc(now) if now else utcnow())
 
     def is_servable(self, now: datetime | None = None) -> bool:
         """Valid and not expired: the only records recall, profiles and tools may return."""

@@ -11,18 +11,24 @@ Chroma fail halfway through a write; NUL truncates text in SQLite's C layer) and
 - metadata: at most MAX_METADATA_KEYS (32) keys of up to 64 characters; string values up to
   MAX_METADATA_VALUE_CHARS (4,000); numbers finite, integers within 64 bits
 - ttl_seconds: 0 (never) or up to MAX_TTL_SECONDS (100 years); turn: a 64-bit integer
+- created_at: a datetime from EARLIEST_CREATED_AT up to (not including) LATEST_CREATED_AT, in UTC
+
+A naive datetime (created_at, older_than) is read as UTC (see records.as_utc).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from .identity import InternalUserId, reserved_prefix
+from .records import as_utc
 from .safety import SecretRefusedError, secret_fields
 
 MAX_TEXT_CHARS = 16_000
@@ -36,6 +42,13 @@ MAX_METADATA_KEYS = 32
 MAX_METADATA_VALUE_CHARS = 4_000
 MAX_TTL_SECONDS = 100 * 365.25 * 86_400
 _INT64 = 2**63
+# A record's created_at is read back into date arithmetic (its age for recency, a query's time
+# window stretched by weeks, the 9999-12-31 "never expires" sentinel beside it): a moment near
+# either end of datetime's range (years 1..9999), once in UTC, overflowed there and left the
+# record unreadable, its user unerasable. These bounds are centuries inside both ends and hold
+# any moment a memory can really date from.
+EARLIEST_CREATED_AT = datetime(1900, 1, 1, tzinfo=timezone.utc)
+LATEST_CREATED_AT = datetime(9000, 1, 1, tzinfo=timezone.utc)
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -246,6 +259,28 @@ def check_ttl(ttl_seconds: Any) -> float | None:
     return float(ttl_seconds) or None
 
 
+def check_max_text_chars(value: Any) -> int:
+    """`Memory(max_text_chars=)`: checked when the Memory is opened, not at the first write."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"max_text_chars must be a whole number of characters, got {type(value).__name__} "
+                        f"{value!r:.60}; leave it out for the default, {MAX_TEXT_CHARS}")
+    if value < 1:
+        raise ValueError(f"max_text_chars={value} would refuse every statement: give a positive number of "
+                         f"characters, or leave it out for the default, {MAX_TEXT_CHARS}")
+    return value
+
+
+def check_path(value: Any, *, name: str) -> Path | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (a str or pathlib.Path), got {type(value).__name__} {value!r:.60}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{name}={value!r:.60} is empty: give a path (a str or pathlib.Path)")
+    return Path(text)
+
+
 def check_limit(limit: Any, *, name: str = "limit", maximum: int = 1000) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise TypeError(f"{name} must be an integer, got {type(limit).__name__}")
@@ -254,13 +289,38 @@ def check_limit(limit: Any, *, name: str = "limit", maximum: int = 1000) -> int:
     return limit
 
 
+def check_created_at(value: Any) -> datetime | None:
+    """When a memory was made, in UTC (a naive datetime is read as UTC); None means now."""
+    if value is None:
+        return None
+    if isinstance(value, str):  # as pydantic read it before this check: "2024-05-01T09:30:00Z"
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    if not isinstance(value, datetime):
+        raise TypeError(f"created_at must be a datetime or an ISO 8601 string (a naive one is read as UTC), got "
+                        f"{type(value).__name__} {value!r:.60}; e.g. datetime(2024, 5, 1, 9, 30, tzinfo=timezone.utc)")
+    try:
+        moment = as_utc(value)
+    except OverflowError:
+        moment = None
+    if moment is None or not EARLIEST_CREATED_AT <= moment < LATEST_CREATED_AT:
+        raise ValueError(
+            f"created_at={value.isoformat()} is out of range: give a moment from "
+            f"{EARLIEST_CREATED_AT.year} up to (not including) the year {LATEST_CREATED_AT.year}, in UTC")
+    return moment
+
+
 def check_older_than(value: Any) -> datetime | None:
-    """A datetime, or a timedelta/number of seconds meaning "older than this long ago"."""
+    """A datetime (a naive one is read as UTC), or a timedelta/number of seconds meaning "older
+    than this long ago"."""
     if value is None:
         return None
     now = datetime.now(timezone.utc)
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        # Compared as given: converting a moment at the very end of the range to UTC can overflow.
+        return value if value.utcoffset() is not None else value.replace(tzinfo=timezone.utc)
     try:
         if isinstance(value, timedelta):
             if value < timedelta(0):
