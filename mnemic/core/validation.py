@@ -18,6 +18,7 @@ A naive datetime (created_at, older_than) is read as UTC (see records.as_utc).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -294,10 +295,8 @@ def check_created_at(value: Any) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):  # as pydantic read it before this check: "2024-05-01T09:30:00Z"
-        try:
+        with contextlib.suppress(ValueError):
             value = datetime.fromisoformat(value.strip())
-        except ValueError:
-            pass
     if not isinstance(value, datetime):
         raise TypeError(f"created_at must be a datetime or an ISO 8601 string (a naive one is read as UTC), got "
                         f"{type(value).__name__} {value!r:.60}; e.g. datetime(2024, 5, 1, 9, 30, tzinfo=timezone.utc)")
