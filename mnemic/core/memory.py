@@ -30,7 +30,7 @@ from typing import Any
 from .changes import UNSET, RecordChanges, RetainedRegistry
 from .codec import NEVER
 from .conversations import Conversations
-from .embeddings import Embedder, resolve_embedder
+from .embeddings import Embedder, reading_whole_texts, resolve_embedder
 from .gate import OpenGate
 from .history import HistoryEntry, HistoryLog
 from .identity import recognise
@@ -137,7 +137,7 @@ class Memory:
             lexical_file = Path(lexical_path) if lexical_path is not None else None
             self.mode = "client"
             self._own_client = None  # the caller's client: theirs to close
-        self.embedder: Embedder = resolve_embedder(embedder)
+        self.embedder: Embedder = reading_whole_texts(resolve_embedder(embedder))
         self.llm = checked_llm
         self.weights = checked_weights
         self._max_text_chars = max_text_chars

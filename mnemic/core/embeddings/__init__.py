@@ -10,6 +10,7 @@ from .base import Embedder, EmbeddingError
 from .hashing import HashEmbedder
 from .minilm import MiniLM
 from .weights import WeightsMismatchError, WeightsNotFoundError, fetch_weights, find_weights
+from .whole_texts import WholeTexts, reading_whole_texts
 
 __all__ = [
     "CallableEmbedder",
@@ -22,9 +23,11 @@ __all__ = [
     "MiniLM",
     "WeightsMismatchError",
     "WeightsNotFoundError",
+    "WholeTexts",
     "default_embedder",
     "fetch_weights",
     "find_weights",
+    "reading_whole_texts",
     "resolve_embedder",
 ]
 

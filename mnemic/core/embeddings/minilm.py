@@ -368,6 +368,12 @@ class MiniLM:
         encodings = tokenizer.encode_batch([t.strip() for t in check_texts(texts)])
         return [e.ids for e in encodings]
 
+    def exceeds_window(self, texts: Sequence[str]) -> list[bool]:
+        """Per text, whether the model would cut it (more than 256 tokens): `embed` reads only
+        the first 256, as sentence-transformers does (see `whole_texts.py` for reading it all)."""
+        _, tokenizer = self._ensure_loaded()
+        return [bool(e.overflowing) for e in tokenizer.encode_batch([t.strip() for t in check_texts(texts)])]
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         items = check_texts(texts)
         if not items:
