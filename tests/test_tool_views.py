@@ -42,3 +42,17 @@ def test_the_remember_tool_saves_no_text_without_a_word(memory: Memory, junk: st
     memory.set_policy(mode="explicit")
     assert core.remember(memory, junk, user_id="alice").startswith("Nothing was saved")
     assert memory.list(user_id="alice") == []
+
+
+def test_a_search_through_a_view_takes_several_scopes_and_stays_inside_the_view(memory: Memory) -> None:
+    # Memory.recall takes a list of scopes; a view takes the same, each one inside it (a tool given
+    # a view, or a CrewMemory's root scope, searches this way).
+    memory.set_policy(mode="explicit")
+    memory.remember("Alice's note on the database.", user_id="alice", scope="/work/db")
+    memory.remember("Alice's note on operations.", user_id="alice", scope="/work/ops")
+    memory.remember("Alice's note on the garden.", user_id="alice", scope="/home")
+    work = memory.slice(["/work"])
+    found = core.search_memory(work, "Alice's note", user_id="alice", scope=["/db", "/home"])
+    assert "database" in found and "operations" not in found and "garden" not in found
+    everything = core.search_memory(work, "Alice's note", user_id="alice", scope=[])
+    assert "database" in everything and "operations" in everything and "garden" not in everything

@@ -81,7 +81,12 @@ class MemoryView:
                 "Use memory.slice(paths, read_only=False) or the Memory itself to write."
             )
 
-    def _inside(self, relative: str | None) -> builtins.list[str]:
+    def _inside(self, relative: str | Sequence[str] | None) -> builtins.list[str]:
+        if relative is not None and not isinstance(relative, str):
+            # Several scopes, as Memory.recall and Memory.list take them: each one inside the view
+            # (none at all is the whole view: an empty list must not widen to the whole namespace).
+            inside = dict.fromkeys(path for one in relative for path in self._inside(one))
+            return list(inside) or list(self.paths)
         if relative is None or normalise_scope(relative) == ROOT:
             return list(self.paths)
         return [join_scope(base, relative) for base in self.paths]
@@ -100,11 +105,11 @@ class MemoryView:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def recall(self, query: str, *, user_id: str | None, scope: str | None = None, **options: Any
-               ) -> builtins.list[MemoryMatch]:
+    def recall(self, query: str, *, user_id: str | None, scope: str | Sequence[str] | None = None,
+               **options: Any) -> builtins.list[MemoryMatch]:
         return self.memory.recall(query, user_id=user_id, scope=self._inside(scope), **options)
 
-    def list(self, *, scope: str | None = None, **options: Any) -> builtins.list[MemoryRecord]:
+    def list(self, *, scope: str | Sequence[str] | None = None, **options: Any) -> builtins.list[MemoryRecord]:
         return self.memory.list(scope=self._inside(scope), **options)
 
     def get(self, record_id: str) -> MemoryRecord:
