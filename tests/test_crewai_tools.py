@@ -180,3 +180,87 @@ def test_invisible_damage_in_a_models_tool_call_is_repaired_not_reported_as_a_fa
     found = search.run(query="green\x00 tea\ud800")
     assert "Prefers green tea." in found and "failed" not in found
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+def test_tools_given_a_crewmemory_keep_its_root_scope_and_read_only(store: Memory) -> None:
+    store.set_policy(mode="explicit")
+    store.remember("Alice's plan for the other crew is Operation Quillfeather.", user_id="alice", scope="/crew-b")
+    store.remember("Alice's plan for this crew is a budget of 500 euros.", user_id="alice", scope="/crew-a")
+    frozen = CrewMemory(store, user_id="alice", read_only=True, root_scope="/crew-a")
+
+    assert Remember(memory=frozen).run(fact="Prefers window seats.") == tool_logic.READ_ONLY
+    found = SearchMemory(memory=frozen).run(query="Alice's plan")
+    assert "500 euros" in found and "Quillfeather" not in found
+    # A tool's scope is inside the root scope, as it is for CrewMemory.recall(scope=...).
+    assert SearchMemory(memory=frozen, scope="/crew-b").run(query="Alice's plan") == tool_logic.NO_MEMORIES
+
+    writable = CrewMemory(store, user_id="alice", root_scope="/crew-a")
+    assert Remember(memory=writable).run(fact="Prefers window seats.").startswith("Saved to memory")
+    assert Remember(memory=writable, scope="/trips").run(fact="Flies from Lyon.").startswith("Saved to memory")
+    scopes = {r.text: r.scope for r in store.list(user_id="alice")}
+    assert scopes["Prefers window seats."] == "/crew-a" and scopes["Flies from Lyon."] == "/crew-a/trips"
+
+
+def test_tools_given_a_scope_or_slice_stay_inside_it(store: Memory) -> None:
+    store.set_policy(mode="explicit")
+    store.remember("Alice's planner notes: she flies from Lyon.", user_id="alice", scope="/crew-a/planner")
+    store.remember("Alice's billing notes: she pays by invoice.", user_id="alice", scope="/crew-a/billing")
+    store.remember("Alice's notes in another crew: she flies from Oslo.", user_id="alice", scope="/crew-b/planner")
+    crew_memory = CrewMemory(store, user_id="alice", root_scope="/crew-a")
+    query = "Alice's notes"
+
+    planner = crew_memory.scope("/planner")
+    found = SearchMemory(memory=planner).run(query=query)
+    assert "Lyon" in found and "invoice" not in found and "Oslo" not in found
+    assert Remember(memory=planner).run(fact="Prefers aisle seats.").startswith("Saved to memory")
+
+    both = crew_memory.slice(["/planner", "/billing"])  # read-only, as CrewAI's slices are by default
+    found = SearchMemory(memory=both).run(query=query)
+    assert "Lyon" in found and "invoice" in found and "Oslo" not in found
+    assert Remember(memory=both).run(fact="Prefers window seats.") == tool_logic.READ_ONLY
+    # A writable slice saves into its first scope, where its own search finds the fact again.
+    writable = crew_memory.slice(["/billing", "/planner"], read_only=False)
+    assert Remember(memory=writable).run(fact="Wants paper invoices.").startswith("Saved to memory")
+    # mnemic's own views confine the tools the same way.
+    assert Remember(memory=store.slice(["/crew-a"]), user_id="alice").run(fact="Likes tea.") == tool_logic.READ_ONLY
+
+    scopes = {r.text: r.scope for r in store.list(user_id="alice")}
+    assert scopes["Prefers aisle seats."] == "/crew-a/planner"
+    assert scopes["Wants paper invoices."] == "/crew-a/billing"
+    assert "Prefers window seats." not in scopes and "Likes tea." not in scopes
+
+
+def test_tools_an_agent_lists_itself_act_through_the_crews_read_only_memory(store: Memory) -> None:
+    store.set_policy(mode="explicit")
+    store.remember("Alice's plan for the other crew is Operation Quillfeather.", user_id="alice", scope="/crew-b")
+    llm = scripted_agent_run([
+        action("remember", fact="Alice's budget is 500 euros."),
+        action("search_memory", query="Alice's plan"),
+        final("Noted."),
+    ])
+    run_crew(CrewMemory(store, read_only=True, root_scope="/crew-a"), llm)
+    seen = observations(llm)
+    assert any(s.startswith(tool_logic.READ_ONLY) for s in seen)
+    assert not any("Quillfeather" in s for s in seen)
+    assert [r.scope for r in store.list(user_id="alice")] == ["/crew-b"]
+
+
+def test_tools_an_agent_lists_itself_keep_to_the_agents_slice_in_a_crew(store: Memory) -> None:
+    store.set_policy(mode="explicit")
+    store.remember("Alice's planner notes: she flies from Lyon.", user_id="alice", scope="/planner")
+    store.remember("Alice's billing notes: she pays by invoice.", user_id="alice", scope="/billing")
+    crew_memory = CrewMemory(store)
+    llm = scripted_agent_run([
+        action("remember", fact="Alice's budget is 500 euros."),
+        action("search_memory", query="Alice's notes"),
+        final("Noted."),
+    ])
+    agent = Agent(role="Planner", goal="Help", backstory="Helpful.", llm=llm,
+                  memory=crew_memory.slice(["/planner"]), tools=[SearchMemory(), Remember()])
+    crew = Crew(agents=[agent], tasks=[Task(description=TASK, expected_output="An answer.", agent=agent)],
+                memory=crew_memory, name="helpdesk")
+    crew.kickoff(inputs={"user_id": "alice"})
+    seen = observations(llm)
+    assert any(s.startswith(tool_logic.READ_ONLY) for s in seen)
+    assert any("Lyon" in s for s in seen) and not any("invoice" in s for s in seen)
+    assert sorted(r.scope for r in store.list(user_id="alice")) == ["/billing", "/planner"]

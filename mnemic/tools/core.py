@@ -24,6 +24,10 @@ from ..core.validation import scrub
 
 if TYPE_CHECKING:
     from ..core.memory import Memory
+    from ..core.views import MemoryView
+
+    # A Memory, or a view of one (`memory.scope(...)`, `memory.slice(...)`) that confines the tools.
+    ToolMemory = Memory | MemoryView
 
 log = logging.getLogger("mnemic.tools")
 
@@ -54,7 +58,7 @@ SEARCH_KNOWLEDGE_DESCRIPTION = (
 )
 
 
-def _mode(memory: Memory) -> str:
+def _mode(memory: ToolMemory) -> str:
     return str(memory.effective_policy().mode)
 
 
@@ -77,7 +81,7 @@ def _clean(value: Any, what: str) -> str | None:
     return value or None
 
 
-def _too_long(memory: Memory, text: str) -> str | None:
+def _too_long(memory: ToolMemory, text: str) -> str | None:
     """A short answer for a query longer than memory searches (never a traceback in the log)."""
     limit = memory.max_text_chars
     if len(text) <= limit:
@@ -88,7 +92,7 @@ def _too_long(memory: Memory, text: str) -> str | None:
 READ_ONLY = "Nothing was saved: this agent's memory is read-only. It can search memory but not add to it."
 
 
-def search_memory(memory: Memory, query: Any, *, user_id: str | None, limit: int = 5,
+def search_memory(memory: ToolMemory, query: Any, *, user_id: str | None, limit: int = 5,
                   scope: str | Sequence[str] | None = None) -> str:
     """Facts about this caller relevant to `query`, framed as context, or an honest refusal."""
     try:
@@ -115,7 +119,7 @@ def search_memory(memory: Memory, query: Any, *, user_id: str | None, limit: int
         return f"Memory search failed ({type(exc).__name__}: {exc}). Continue without memory."
 
 
-def remember(memory: Memory, fact: Any, *, user_id: str | None, scope: str | None = None,
+def remember(memory: ToolMemory, fact: Any, *, user_id: str | None, scope: str | None = None,
              session_id: str | None = None, source: str | None = None) -> str:
     """Store one fact the user asked to be remembered, or say honestly why not."""
     try:
@@ -151,7 +155,7 @@ def remember(memory: Memory, fact: Any, *, user_id: str | None, scope: str | Non
         return f"Saving to memory failed ({type(exc).__name__}: {exc}). The fact was not stored."
 
 
-def search_knowledge(memory: Memory, query: Any, *, limit: int = 5) -> str:
+def search_knowledge(memory: ToolMemory, query: Any, *, limit: int = 5) -> str:
     """Shared knowledge relevant to `query`, or an honest refusal when the store is off."""
     try:
         if not memory.effective_policy().knowledge:
@@ -176,7 +180,7 @@ def search_knowledge(memory: Memory, query: Any, *, limit: int = 5) -> str:
         return f"Knowledge search failed ({type(exc).__name__}: {exc}). Continue without it."
 
 
-def allowed_tools(memory: Memory) -> list[str]:
+def allowed_tools(memory: ToolMemory) -> list[str]:
     """The tools the policy offers, for frameworks that can leave the others out:
     search_memory unless memory is off, remember under explicit only, search_knowledge when on."""
     policy = memory.effective_policy()

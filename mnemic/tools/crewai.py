@@ -3,10 +3,16 @@
     Agent(..., tools=[SearchMemory(), Remember(), SearchKnowledge()])
 
 These are classes (note the parentheses). What they do lives once in `mnemic.tools.core`; here
-they only find the Memory and the user. Both can be given (`SearchMemory(memory=..., user_id=...)`);
+they only find the memory and the user. Both can be given (`SearchMemory(memory=..., user_id=...)`);
 otherwise they come from the run: the CrewMemory of the agent, crew or flow executing the tool,
 and the user that memory is serving (see `mnemic.integrations.crewai`). A tool the policy does not
 allow answers honestly, and no tool ever raises into the agent loop.
+
+A tool acts through what it was given, or what the run holds, with that object's own limits: a
+mnemic view (`memory.scope(...)`, `memory.slice(...)`) keeps its paths and read-only; a CrewMemory
+(or `crew_memory.scope(...)` / `.slice(...)`) keeps its `root_scope` and `read_only`, exactly as
+its own `recall` and `remember` do. So a tool's `scope` is inside that view or root scope, and the
+remember tool of a read-only memory answers that memory is read-only.
 
 Where CrewAI adds memory tools itself (a Crew, Agent or LiteAgent whose memory is a CrewMemory),
 the integration gives it `policy_tools(...)` instead of CrewAI's "Search memory"/"Save to memory":
@@ -32,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from pydantic import BaseModel, Field
 
 from ..core.memory import Memory
+from ..core.views import MemoryView
 from . import core as tool_logic
 
 log = logging.getLogger("mnemic.tools")
@@ -44,21 +51,43 @@ NOT_CONFIGURED = (
 
 @dataclass(frozen=True)
 class RunContext:
-    """What a tool learns from the run executing it."""
+    """What a tool learns from the run executing it (or from the memory object it was given):
+    the memory it acts through (a Memory, or a view confining it) and the user."""
 
-    memory: Memory | None = None
+    memory: Memory | MemoryView | None = None
     user_id: str | None = None
     session_id: str | None = None
 
 
-# The CrewAI integration registers how to read the running crew, agent and kickoff; the tools do
-# not import it (adapters sit above the tools).
+# The CrewAI integration registers how to read the running crew, agent and kickoff, and how to read
+# a CrewAI memory object a tool was given; the tools do not import it (adapters sit above the tools).
 _resolver: Callable[[], RunContext | None] | None = None
+_memory_resolver: Callable[[Any], RunContext | None] | None = None
 
 
 def set_run_context_resolver(resolver: Callable[[], RunContext | None] | None) -> None:
     global _resolver
     _resolver = resolver
+
+
+def set_memory_resolver(resolver: Callable[[Any], RunContext | None] | None) -> None:
+    """How to read a memory object that is neither a Memory nor a view of one (a CrewMemory, or a
+    CrewAI scope or slice of one): the view of mnemic it stands for and the user it serves now, or
+    None when it is not mnemic's."""
+    global _memory_resolver
+    _memory_resolver = resolver
+
+
+def _given(memory: Any) -> tuple[Memory | MemoryView, str | None]:
+    """The memory a tool was given, as the Memory or view it acts through, and the user it serves
+    now (None for a bare Memory or view, which leave the user to the run)."""
+    if isinstance(memory, (Memory, MemoryView)):
+        return memory, None
+    found = _memory_resolver(memory) if _memory_resolver is not None else None
+    if found is None or found.memory is None:
+        raise TypeError("memory must be a mnemic Memory, a view of one, or a CrewMemory (or a scope or slice "
+                        f"of it), got {type(memory).__name__}")
+    return found.memory, found.user_id
 
 
 def _run_context() -> RunContext:
@@ -81,28 +110,24 @@ class _FactInput(BaseModel):
 
 class _MnemicTool(BaseTool):
     memory: Any = Field(default=None, exclude=True,
-                        description="A mnemic Memory or a CrewMemory; by default the running crew's.")
+                        description="A mnemic Memory or view, or a CrewMemory (or a scope or slice of it); "
+                                    "by default the running crew's.")
     user_id: str | None = Field(default=None, exclude=True,
                                 description="The user; by default the one the run is for.")
     scope: Any = Field(default=None, exclude=True,
-                       description="mnemic scope (or scopes, for searches) the tool works in; default all.")
+                       description="Scope (or scopes, for searches) the tool works in, inside the memory's "
+                                   "own view or root scope; default all of it.")
 
-    def _target(self) -> tuple[Memory | None, str | None, str | None]:
-        """(mnemic Memory, user, session) for this call."""
-        given = self.memory
+    def _target(self) -> tuple[Memory | MemoryView | None, str | None, str | None]:
+        """(the memory this call acts through, user, session)."""
         run = _run_context()
-        if given is None:
+        if self.memory is None:
             return run.memory, self.user_id or run.user_id, run.session_id
-        if isinstance(given, Memory):
-            return given, self.user_id or run.user_id, run.session_id
-        core = getattr(given, "mnemic", None)  # a CrewMemory
-        if isinstance(core, Memory):
-            user = self.user_id
-            if user is None:
-                current = getattr(given, "current_user_id", None)
-                user = current() if callable(current) else None
-            return core, user, run.session_id
-        raise TypeError(f"memory must be a mnemic Memory or a CrewMemory, got {type(given).__name__}")
+        if isinstance(self.memory, (Memory, MemoryView)):
+            return self.memory, self.user_id or run.user_id, run.session_id
+        # A CrewMemory (or a scope or slice of one) serves the user it names now, as its own calls do.
+        memory, user = _given(self.memory)
+        return memory, self.user_id or user, run.session_id
 
 
 class SearchMemory(_MnemicTool):
@@ -172,14 +197,14 @@ def policy_tools(memory: Any, *, user_id: str | None = None, scope: Any = None, 
     """The tools the memory policy offers for `memory` (a mnemic Memory or a CrewMemory), for
     frameworks that build the tool list themselves: see `mnemic.tools.core.allowed_tools`.
 
-    `scope` limits searches (a scope or a list of scopes), `write_scope` is where `remember`
-    writes (default `scope` when it is one scope), and `writable=False` (a read-only memory) leaves
-    `remember` out. The policy is read now; each tool still checks it again when called."""
-    core = memory if isinstance(memory, Memory) else getattr(memory, "mnemic", None)
-    if not isinstance(core, Memory):
-        raise TypeError(f"memory must be a mnemic Memory or a CrewMemory, got {type(memory).__name__}")
+    `memory` may also be a view of a Memory or a CrewAI scope or slice of a CrewMemory; the tools
+    act through it, inside its paths or root scope. `scope` limits searches (a scope or a list of
+    scopes, inside that), `write_scope` is where `remember` writes (default `scope` when it is one
+    scope), and `writable=False` leaves `remember` out, as a read-only memory or view does by
+    itself. The policy is read now; each tool still checks it again when called."""
+    target, _ = _given(memory)
     tools: list[BaseTool] = []
-    for name in tool_logic.allowed_tools(core):
+    for name in tool_logic.allowed_tools(target):
         if name == "remember":
             if not writable:
                 continue
@@ -200,5 +225,6 @@ __all__ = [
     "SearchMemory",
     "memory_tools",
     "policy_tools",
+    "set_memory_resolver",
     "set_run_context_resolver",
 ]

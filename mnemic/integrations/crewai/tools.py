@@ -18,6 +18,13 @@ to CrewAI's own function unchanged. What the model is offered:
 - `explicit`: `search_memory` and `remember` (not `remember` for a read-only memory or slice);
 - `search_knowledge` whenever the policy's `knowledge` is on.
 
+Every tool acts through the view of mnemic that CrewAI's memory object stands for (`crew_view`):
+the CrewMemory's `root_scope` (and a scope's root or a slice's scopes inside it, joined as
+CrewMemory joins them), read-only when the CrewMemory or the slice is. So no tool reads or writes
+where the memory's own `recall` and `remember` would not; a writable slice's `remember` writes into
+its first scope, which its search covers. The tools an agent lists itself (`Remember()`, ...) act
+through the same view, given one of these objects or finding it from the run (`runtime.py`).
+
 The tools keep mnemic's names. `search_memory` is what CrewAI's own "Search memory" is called in the
 model's tool list (CrewAI sanitises tool names), so CrewAI's prompt ("use the Search memory tool")
 still points at it; and with mnemic's names CrewAI's merge treats them as the tools an agent may
@@ -39,7 +46,8 @@ from crewai.memory.memory_scope import MemoryScope, MemorySlice
 from crewai.tools import BaseTool
 
 from ...core.scopes import ROOT
-from ...tools.crewai import policy_tools
+from ...core.views import MemoryView
+from ...tools.crewai import RunContext, policy_tools
 from .attach import find_live, is_detached
 from .identity import marker_config
 from .memory import CrewMemory
@@ -57,26 +65,43 @@ def _backing(memory: Any) -> CrewMemory | None:
     return memory if isinstance(memory, CrewMemory) else None
 
 
-def tools_for(memory: Any) -> list[BaseTool] | None:
-    """mnemic's tools for a CrewAI memory (a CrewMemory or a view of one), or None for any other."""
+def crew_view(memory: Any) -> tuple[CrewMemory, MemoryView] | None:
+    """The CrewMemory behind a CrewAI memory object (a CrewMemory, a scope or slice of one, or a
+    copy CrewAI rebuilt from one) and the view of mnemic it stands for, or None for any other."""
     view = memory if isinstance(memory, (MemoryScope, MemorySlice)) else None
     backing = _backing(getattr(view, "_memory", None) if view is not None else memory)
     if backing is None:
         return None
-    writable = not backing.writes_refused()
-    search: str | list[str] | None
+    read_only = backing.writes_refused()
     if isinstance(view, MemorySlice):
-        search = [backing.scope_path(s) for s in view.scopes] or None
-        write = backing.scope_path(None)
-        writable = writable and not view.read_only
+        # CrewMemory joins each of a slice's scopes under its root_scope, as its recall does.
+        paths = [backing.scope_path(s) for s in view.scopes] or [backing.scope_path(None)]
+        read_only = read_only or view.read_only
+    elif isinstance(view, MemoryScope):
+        paths = [backing.scope_path(getattr(view, "_root", None) or ROOT)]
     else:
-        # A MemoryScope's root is where CrewAI would search and write (CrewMemory joins it under its
-        # own root_scope, as CrewMemory.recall does); a bare CrewMemory works in its root_scope.
-        root = (getattr(view, "_root", None) or ROOT) if view is not None else None
-        write = backing.scope_path(root)
-        search = write
-    return policy_tools(backing, scope=None if search == ROOT else search,
-                        write_scope=None if write == ROOT else write, writable=writable)
+        paths = [backing.scope_path(None)]
+    return backing, MemoryView(backing.mnemic, paths, read_only=read_only)
+
+
+def resolve_memory(memory: Any) -> RunContext | None:
+    """What a mnemic tool given `memory` acts through: its view (see `crew_view`) and the user
+    the CrewMemory serves now; None when it is not mnemic's."""
+    found = crew_view(memory)
+    if found is None:
+        return None
+    backing, view = found
+    return RunContext(memory=view, user_id=backing.current_user_id())
+
+
+def tools_for(memory: Any) -> list[BaseTool] | None:
+    """mnemic's tools for a CrewAI memory (a CrewMemory or a view of one), or None for any other.
+    The tools hold the scope or slice itself (the live CrewMemory for a rebuilt copy) and act
+    through its view (`resolve_memory`) at each call, so a scope CrewAI re-binds is followed."""
+    found = crew_view(memory)
+    if found is None:
+        return None
+    return policy_tools(memory if isinstance(memory, (MemoryScope, MemorySlice)) else found[0])
 
 
 def _wrap(original: Callable[[Any], list[BaseTool]]) -> Callable[[Any], list[BaseTool]]:
@@ -105,4 +130,4 @@ def install() -> None:
         crewai_memory_tools.create_memory_tools = _wrap(current)  # type: ignore[assignment]
 
 
-__all__ = ["install", "tools_for"]
+__all__ = ["crew_view", "install", "resolve_memory", "tools_for"]
