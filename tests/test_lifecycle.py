@@ -40,6 +40,20 @@ def test_a_confirmed_change_retires_the_value_it_replaces(memory: Memory) -> Non
     assert memory.history(old.id)[-1].actor == "ops"
 
 
+def test_confirming_what_needs_no_confirmation_retires_nothing(memory: Memory) -> None:
+    # A valid fact confirmed again changes nothing, whatever a newer fact says; a note is a value
+    # under its key, never reconciled with another note.
+    tom = memory.remember("The account manager is now Tom Baker.", user_id="u")
+    ann = memory.remember("The account manager is Ann Lee.", user_id="u")
+    assert tom is not None and ann is not None
+    memory.confirm(tom.id)
+    assert memory.get(ann.id).state == "valid" and memory.get(tom.id).state == "valid"
+    memory.notes.put("a", "The account manager is Ann Lee.", user_id="w")
+    memory.notes.put("b", "The account manager is now Tom Baker.", user_id="w")
+    memory.confirm(memory.notes.note_id("w", "b"))
+    assert set(memory.notes.get(["a", "b"], user_id="w")) == {"a", "b"}
+
+
 def test_invalidated_fact_is_kept_but_never_served(memory: Memory) -> None:
     record = memory.remember("Ken owns a sailing boat.", user_id="ken")
     assert record is not None

@@ -157,7 +157,10 @@ class RecordChanges:
                                  reembed=False)
             return after
 
-    def confirm(self, record_id: str, *, actor: str) -> MemoryRecord:
+    def confirm(self, record_id: str, *, actor: str,
+                then: Callable[[MemoryRecord], object] | None = None) -> MemoryRecord:
+        """Make a pending record valid; `then` is called with it once it is (not for a record that
+        was valid already: confirming it again changes nothing)."""
         actor = check_name(actor, name="actor")
         self._refuse_secrets("this confirm()", actor=actor)
         self._writer.drain()
@@ -170,7 +173,9 @@ class RecordChanges:
             after = before.model_copy(update={"state": "valid", "updated_at": utcnow(),
                                               "version": before.version + 1})
             self._records.update(before, after, action="confirm", actor=actor, reason=None, reembed=False)
-            return after
+        if then is not None:
+            then(after)
+        return after
 
     def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:
         actor = check_name(actor, name="actor")

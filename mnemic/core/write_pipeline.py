@@ -238,8 +238,9 @@ class WritePipeline:
         """Once a pending fact is confirmed, retire the live facts it replaces ("…is now Tom Baker"
         after "…is Ann Lee"): while unconfirmed it retired nothing (`_decide` inserts an unconfirmed
         fact however it reads), so without this both values would be served as current. The rules
-        decide, as for any statement said again; returns the records retired."""
-        if confirmed.state != "valid":
+        decide, as for any statement said again; returns the records retired. Only facts: a note is
+        a value under its key, and the other kinds are never reconciled with each other."""
+        if confirmed.state != "valid" or confirmed.kind != "fact":
             return []
         with self._records.lock:
             vector = self._embedder().embed([confirmed.text])[0]
