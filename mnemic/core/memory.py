@@ -488,8 +488,10 @@ class Memory:
         """Let a pending fact (from a tool result or document) be served; a fact it replaces ("…is
         now Tom Baker") is retired then, as it would have been had the user said it."""
         self._gate.check()
-        return self._changes.confirm(
-            record_id, actor=actor, then=lambda confirmed: self._pipeline.retire_what_it_replaces(confirmed, actor=actor))
+        def retire_what_it_replaces(confirmed: MemoryRecord) -> None:
+            self._pipeline.retire_what_it_replaces(confirmed, actor=actor)
+
+        return self._changes.confirm(record_id, actor=actor, then=retire_what_it_replaces)
 
     def delete(self, record_id: str, *, actor: str = "operator", reason: str | None = None) -> None:
         """Remove a record for good; its history keeps a tombstone."""
