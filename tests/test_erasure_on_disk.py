@@ -143,3 +143,26 @@ def test_erasing_a_fact_cuts_it_out_of_the_runs_whose_prompts_held_it(store_path
         assert "[erased]" in content and "Alice likes green tea." in content  # the rest of the prompt stays
         assert memory.runs.get(bobs.run_id).inputs == {"note": "Zqxdiary is in the attic."}  # only alice's runs
         assert set(copies(store_path, "zqxalice")) == set()
+
+
+def test_a_cut_reaches_earlier_texts_and_nested_copies_and_leaves_the_runs_structure(store_path: Path) -> None:
+    import json
+
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        plot = memory.remember("Zqxold Alice grows parsnips in plot nine.", user_id="alice")
+        cafe = memory.remember("Zqxcafé owner is Renée Dubois.", user_id="alice")
+        short = memory.remember("kim", user_id="alice")
+        run = memory.runs.begin(group="crew-1", user_id="alice", inputs={"raw": "kim"}, run_id="run-kim-1")
+        memory.runs.record_step(run.run_id, 0, {"raw": "Plan: Zqxold Alice grows parsnips in plot nine.",
+                                                "messages": [{"content": "Action Input: " + json.dumps(
+                                                    {"text": "Zqxcafé owner is Renée Dubois."})}]})
+        memory.update(plot.id, text="Zqxnew Alice grows carrots in plot nine.")  # the run recalled the old text
+        for record in (plot, cafe, short):
+            memory.delete(record.id)
+
+        (kept,) = memory.runs.runs(user_id="alice")
+        assert kept.run_id == "run-kim-1" and kept.group == "crew-1" and kept.inputs == {"raw": "kim"}
+        step = memory.runs.get(kept.run_id).steps[0].output
+        assert step["raw"] == "Plan: [erased]" and set(step) == {"raw", "messages"}  # keys stay
+        assert "Zqxcaf" not in json.dumps(step) and "[erased]" in step["messages"][0]["content"]
+        assert copies(store_path, "zqxold", "zqxcaf") == {}

@@ -184,8 +184,17 @@ class RecordChanges:
         self._writer.drain()
         with self._records.lock:
             record = self._reader.current(record_id)
-            self._runs.cut_texts(record.user_id, [record.text])
+            self._runs.cut_texts(record.user_id, self._texts_of([record]))
             self._records.remove(record, actor=actor, reason=reason)
+
+    def _texts_of(self, records: Sequence[MemoryRecord]) -> list[str]:
+        """Every text the records have had: a run may have recalled one before it was updated."""
+        texts = []
+        for record in records:
+            texts.append(record.text)
+            for entry in self._records.history.for_record(record.id):
+                texts += [text for text in (entry.get("before"), entry.get("after")) if isinstance(text, str)]
+        return texts
 
     def forget(self, *, user_id: str | None, scope: str | None, categories: Sequence[str] | None,
                older_than: Any, ids: Sequence[str] | None, actor: str) -> ErasureReport:
@@ -223,11 +232,12 @@ class RecordChanges:
                     if cutoff is not None and record.created_at >= cutoff:
                         continue
                     doomed.append(record)
+                if doomed and not whole_user:  # (a whole user's runs go with them)
+                    self._runs.cut_texts(who, self._texts_of(doomed))  # before erasure takes their history
                 # Erasing a whole user drops their collection, and Chroma's write log of it.
                 erased += self._records.erase(who, doomed, actor=actor, drop_collection=whole_user, scrub=False)
                 if doomed and not whole_user:
                     partial[who] = [r.id for r in doomed]
-                    self._runs.cut_texts(who, [r.text for r in doomed])
             if not whole_user:
                 self._records.scrub(partial)  # once, after every user's records are gone
                 return ErasureReport(erased)

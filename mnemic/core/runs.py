@@ -43,13 +43,19 @@ log = logging.getLogger("mnemic.runs")
 
 RUNS_LABEL = "kickoffs"
 ERASED = "[erased]"
+# A shorter text ("raw", a name) is a word of ordinary output too: cutting it everywhere would
+# erase what is not the record.
+MIN_CUT_CHARS = 12
+# What of a run's header may hold a record's text: not its ids, group, user or kind.
+_HEADER_TEXT_FIELDS = ("inputs", "meta", "group_name")
 MAX_RUN_ID_CHARS = 200
 _RUN_ID_OK = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:@+-]*\Z")
 _IN_CHUNK = 500
 
 
 def _cut(value: Any, forms: Sequence[str]) -> Any:
-    """`value` (decoded JSON) with every string's occurrences of `forms` replaced by ERASED."""
+    """`value` (decoded JSON) with every string value's occurrences of `forms` replaced by ERASED
+    (keys are the framework's structure, never a record's text, and stay as they are)."""
     if isinstance(value, str):
         for form in forms:
             value = value.replace(form, ERASED)
@@ -57,8 +63,16 @@ def _cut(value: Any, forms: Sequence[str]) -> Any:
     if isinstance(value, list):
         return [_cut(item, forms) for item in value]
     if isinstance(value, dict):
-        return {_cut(key, forms): _cut(item, forms) for key, item in value.items()}
+        return {key: _cut(item, forms) for key, item in value.items()}
     return value
+
+
+def _forms_of(text: str) -> set[str]:
+    """How a record's text can sit in a run: as stored, on one line (as a prompt shows it), and
+    escaped inside a JSON string a model wrote (a tool call's arguments), with and without \\u escapes."""
+    forms = {text, one_line(text)}
+    forms |= {json.dumps(form, ensure_ascii=ascii_only)[1:-1] for form in list(forms) for ascii_only in (True, False)}
+    return {form for form in forms if len(form.strip()) >= MIN_CUT_CHARS}
 
 
 def _when(value: Any) -> datetime:
@@ -330,12 +344,12 @@ class RunLog:
         return True
 
     def cut_texts(self, user_id: str, texts: Collection[str]) -> int:
-        """Replace each of `texts` (erased records) with ERASED wherever the user's runs hold it,
-        as stored or as a prompt shows it (on one line); returns how many rows were rewritten.
-        The rewrite goes through the erasure hook like a removal: the old rows' bytes are scrubbed."""
+        """Replace each of `texts` (erased records, with the texts they had before) by ERASED
+        wherever the user's runs hold it (see `_forms_of`) in their inputs and outputs; returns how
+        many rows were rewritten. Texts under MIN_CUT_CHARS are left alone. The rewrite goes
+        through the erasure hook like a removal: the old rows' bytes are scrubbed."""
         owner = check_user_id(user_id)
-        forms = sorted({form for text in texts for form in (text, one_line(text)) if form.strip()},
-                       key=len, reverse=True)  # a longer text first: it may hold a shorter one
+        forms = sorted({form for text in texts for form in _forms_of(text)}, key=len, reverse=True)
         if not forms:
             return 0
         as_stored = [_json(form)[1:-1] for form in forms]  # how each sits inside a JSON document
@@ -344,7 +358,12 @@ class RunLog:
             for row in self._collection.get(where={"user_id": owner}):
                 if not any(form in row.document for form in as_stored):
                     continue
-                cut = _cut(json.loads(row.document), forms)
+                data = json.loads(row.document)
+                if row.metadata.get("row") == "run" and isinstance(data, dict):
+                    cut = {key: _cut(value, forms) if key in _HEADER_TEXT_FIELDS else value
+                           for key, value in data.items()}
+                else:
+                    cut = _cut(data, forms)
                 document = _json(cut)
                 if document != row.document:
                     rewritten.append(StoredRow(id=row.id, document=document, metadata=row.metadata))
