@@ -46,6 +46,8 @@ CASES: list[tuple[str, Callable[[Memory], Any], type[Exception], str]] = [
      "limit must be an integer"),
     ("store search limit negative", lambda m: _store(m).search(("memories", "alice"), limit=-1), ValueError,
      "limit must be 0 or more"),
+    ("policy ttl infinite", lambda m: m.set_policy(ttl_seconds=float("inf")), ValueError, "ttl_seconds"),
+    ("policy ttl past 100 years", lambda m: m.set_policy(ttl_seconds=1e12), ValueError, "ttl_seconds"),
     ("store put index int", lambda m: _store(m).put(("memories", "alice"), "k", {"text": "x"}, index=5), TypeError,
      "index must be False, None or a list"),
     # Past the year 9999 or before the year 1 once in UTC: accepted, such a record could not be read

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .records import MemoryRecord, one_line
 from .safety import SecretRefusedError, secret_fields
+from .validation import MAX_TTL_SECONDS
 
 log = logging.getLogger("mnemic.policy")
 
@@ -60,7 +61,9 @@ class MemoryPolicy(BaseModel):
 
     mode: Mode = "explicit"
     inject: Inject = "none"
-    ttl_seconds: float = Field(default=0, ge=0)
+    # Bounded as a record's own ttl_seconds is: an infinite or centuries-long policy ttl was
+    # accepted and then made every write overflow computing the expiry date.
+    ttl_seconds: float = Field(default=0, ge=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)
     exclude_sensitive: bool = True
     topics: tuple[str, ...] = DEFAULT_TOPICS
     instructions: str = Field(default="", max_length=MAX_INSTRUCTIONS_CHARS)
