@@ -41,6 +41,16 @@ def test_a_lesson_is_stored_with_its_place_and_provenance(lessons: LessonStore, 
         "created_at": lesson.created_at.isoformat()}
 
 
+def test_a_private_lesson_is_recalled_only_for_its_own_source(lessons: LessonStore) -> None:
+    lessons.learn(["Agent A keeps drafts under 200 words."], user_id="alice", place=WRITER, private=True,
+                  source="agent-a")
+    lessons.learn(["Cite a source for every claim."], user_id="alice", place=WRITER)
+    texts = {source: {lesson.text for lesson in lessons.recall("draft", user_id="alice", place=WRITER, source=source)}
+             for source in ("agent-a", "agent-b", None)}
+    assert texts["agent-a"] == {"Agent A keeps drafts under 200 words.", "Cite a source for every claim."}
+    assert texts["agent-b"] == texts[None] == {"Cite a source for every claim."}
+
+
 def test_the_same_words_at_two_places_are_two_lessons(lessons: LessonStore) -> None:
     lessons.learn(["Use bullet points for lists."], user_id="alice", place=WRITER)
     lessons.learn(["Use bullet points for lists."], user_id="alice", place=LessonPlace("writer", "summary"))

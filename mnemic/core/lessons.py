@@ -360,8 +360,10 @@ class LessonStore:
         finds most relevant to `query` come first and the newest fill the rest.
         """
         owner = check_user_id(user_id)
+        # A private lesson is served back to the source that learned it only, as recall serves
+        # any private record (serving.may_serve); the list below is the operator's and has them all.
         held = [lesson for lesson in self.list(user_id=owner, place=place, limit=100_000)
-                if lesson.record.is_servable()]
+                if lesson.record.is_servable() and not (lesson.record.private and lesson.record.source != source)]
         if len(held) <= limit or query is None or not query.strip():
             return held[:limit]
         matches = self.memory.recall(query[:4000], user_id=owner, limit=min(limit * 2, 1000),
