@@ -163,3 +163,22 @@ def test_a_flow_run_of_another_user_is_neither_loaded_nor_continued(store: Memor
     bobs = Notes()
     assert bobs.kickoff(inputs={"user_id": "bob"}) == "bob's private note"
 
+
+
+def test_a_flow_without_a_crewmemory_loads_no_other_users_run_either(store: Memory, tmp_path: Path) -> None:
+    persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store)
+    seen: list[str] = []
+
+    @persist(persistence)
+    class Notes(Flow[ReviewState]):
+        @start()
+        def write(self) -> str:
+            seen.append(self.state.draft)
+            self.state.draft = self.state.draft or f"{self.state.user_id}'s private note"
+            return self.state.draft
+
+    alices = Notes()
+    alices.kickoff(inputs={"user_id": "alice"})
+    with pytest.raises(FlowOwnerError):
+        Notes().kickoff(inputs={"id": alices.state.id, "user_id": "bob"})
+    assert "alice's private note" not in seen  # refused before any method ran on her state

@@ -77,8 +77,12 @@ def crew_memory_of(owner: Any) -> CrewMemory | None:
 
 
 def resolve_owner() -> Owner | None:
-    """Whose state is being saved now: the user of the innermost kickoff that uses a CrewMemory."""
-    for kick in reversed(context.kickoffs()):
+    """Whose state is being saved now: the user of the innermost kickoff that uses a CrewMemory;
+    with none, the `user_id` the innermost kickoff's inputs name (a flow persisted with
+    `FlowStatePersistence(memory=...)` need not use a CrewMemory itself, and must not load another
+    user's state for want of one)."""
+    kickoffs = context.kickoffs()
+    for kick in reversed(kickoffs):
         memory = crew_memory_of(kick.owner)
         if memory is None:
             continue
@@ -87,6 +91,9 @@ def resolve_owner() -> Owner | None:
         except (TypeError, ValueError):
             user = None
         return Owner(user_id=user, memory=memory.mnemic, user_key=memory.user_key)
+    named = kickoffs[-1].inputs.get("user_id") if kickoffs else None
+    if isinstance(named, str) and named.strip():
+        return Owner(user_id=named.strip())
     return None
 
 
