@@ -10,7 +10,7 @@ import pytest
 
 from mnemic import Memory
 from mnemic.core.embeddings import MiniLM, WholeTexts, default_embedder, reading_whole_texts
-from mnemic.core.embeddings.whole_texts import PASSAGE_WORDS, UNSPACED_PASSAGE_CHARS, passages
+from mnemic.core.embeddings.whole_texts import MAX_PASSAGES, PASSAGE_WORDS, UNSPACED_PASSAGE_CHARS, passages, spread
 
 pytestmark = pytest.mark.minilm
 
@@ -52,6 +52,11 @@ def test_passages_keep_whole_sentences_within_bounds() -> None:
     assert parts[-1].endswith(TAIL) and all(len(p.split()) <= PASSAGE_WORDS for p in parts)
     assert " ".join(parts) == f"{OPENING} {TAIL}"
     assert all(len(p) <= UNSPACED_PASSAGE_CHARS for p in passages("旅行の記録。" * 300))
+    # A very long text is read through at most MAX_PASSAGES passages, from its first to its last.
+    many = passages(" ".join([OPENING] * 12 + [TAIL]))
+    chosen = spread(many, MAX_PASSAGES)
+    assert len(many) > MAX_PASSAGES and len(chosen) == MAX_PASSAGES
+    assert chosen[0] == many[0] and chosen[-1] == many[-1]
 
 
 def test_recall_finds_a_long_memory_by_what_it_says_at_the_end(tmp_path: Path, model: MiniLM) -> None:
