@@ -132,6 +132,110 @@ def test_a_thread_belongs_to_the_user_who_started_it(make_saver: Make) -> None:
     assert threads == {"bobs"}
 
 
+@pytest.mark.parametrize("given", ["", "   ", "alice\u200b", "anonymous:alice"])
+def test_an_empty_or_look_alike_user_id_is_refused_never_read_as_no_user(make_saver: Make, given: str) -> None:
+    """Only a run that names no user is operator access: a user_id that is there but empty, blank,
+    a look-alike of another id or under a reserved prefix is refused on every path, as Memory refuses it."""
+    saver = make_saver()
+    graph = _graph(saver)
+    graph.invoke({"log": ["start"]}, _config("t-alice", "alice"))
+    before = graph.get_state(_config("t-alice", "alice")).values
+    bad = _config("t-alice", given)
+    latest = saver.get_tuple(_config("t-alice", "alice"))
+    assert latest is not None
+
+    calls: list[Callable[[], Any]] = [
+        lambda: saver.get_tuple(bad),
+        lambda: list(saver.list(bad)),
+        lambda: list(saver.list({"configurable": {"user_id": given}})),
+        lambda: graph.get_state(bad),
+        lambda: graph.invoke({"log": ["intruder"]}, bad),
+        lambda: graph.invoke({"log": ["intruder"]}, _config("t-alice", None), context={"user_id": given}),
+        lambda: saver.put_writes({"configurable": {**latest.config["configurable"], "user_id": given}},
+                                 [("log", ["x"])], "task"),
+        lambda: asyncio.run(saver.aget_tuple(bad)),
+        lambda: asyncio.run(graph.ainvoke({"log": ["intruder"]}, bad)),
+    ]
+    for call in calls:
+        with pytest.raises(ThreadOwnerError, match="user_id"):
+            call()
+
+    async def alist() -> list[Any]:
+        return [t async for t in saver.alist({"configurable": {"user_id": given}})]
+
+    with pytest.raises(ThreadOwnerError, match="user_id"):
+        asyncio.run(alist())
+    assert graph.get_state(_config("t-alice", "alice")).values == before
+    assert latest.pending_writes == saver.get_tuple(_config("t-alice", "alice")).pending_writes  # type: ignore[union-attr]
+
+
+def test_an_empty_user_id_says_what_to_pass(make_saver: Make) -> None:
+    saver = make_saver()
+    with pytest.raises(ThreadOwnerError, match=r"empty user id: pass the user's id.*leave 'user_id' out"):
+        saver.get_tuple(_config("t", ""))
+
+
+def _corrupt_latest(saver: LangGraphSaver, thread: str) -> None:
+    """Damage the newest checkpoint of `thread` in the saver's storage, as a bad disk or edit would."""
+    if isinstance(saver, JsonCheckpointSaver):
+        newest = max(saver._thread_dir(thread).rglob("[!.]*.json"), key=lambda p: p.stem)
+        newest.write_text("{not json", encoding="utf-8")
+    else:
+        assert isinstance(saver, SqliteCheckpointSaver)
+        with sqlite3.connect(saver.path) as conn:
+            conn.execute("UPDATE checkpoints SET checkpoint = X'00FF' WHERE thread_id = ? AND checkpoint_id = "
+                         "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ?)", (thread, thread))
+
+
+def test_a_corrupt_checkpoint_names_itself_and_fails_only_its_own_thread(make_saver: Make, tmp_path: Path) -> None:
+    from mnemic.checkpoints import CorruptCheckpointError
+
+    with Memory(tmp_path / "memory", embedder="hash") as memory:
+        saver = make_saver(memory=memory)
+        graph = _graph(saver)
+        graph.invoke({"log": ["start"]}, _config("t-alice", "alice"))
+        graph.invoke({"log": ["start"]}, _config("t-bob", "bob"))
+        _corrupt_latest(saver, "t-alice")
+
+        # bob's runs never meet alice's damaged checkpoint
+        assert {t.config["configurable"]["thread_id"] for t in saver.list({"configurable": {"user_id": "bob"}})} == {
+            "t-bob"}
+        assert graph.get_state(_config("t-bob", "bob")).next == ("review",)
+        with pytest.raises(ThreadOwnerError):
+            graph.get_state(_config("t-alice", "bob"))
+        # alice's (and the operator's) reads say which checkpoint is damaged and where
+        where = "file" if isinstance(saver, JsonCheckpointSaver) else "table 'checkpoints'"
+        for read in (lambda: graph.get_state(_config("t-alice", "alice")),
+                     lambda: list(saver.list(_config("t-alice", None))),
+                     lambda: asyncio.run(saver.aget_tuple(_config("t-alice", "alice")))):
+            with pytest.raises(CorruptCheckpointError, match=rf"thread 't-alice'.*checkpoint '.*{where}.*corrupt"):
+                read()
+        assert isinstance(CorruptCheckpointError("x"), ValueError)
+
+        report = memory.forget(user_id="alice")
+
+        assert report.retained["threads"] == 1
+        assert saver.get_tuple(_config("t-alice", None)) is None
+        assert graph.get_state(_config("t-bob", "bob")).next == ("review",)
+    if isinstance(saver, JsonCheckpointSaver):
+        assert not any(b"{not json" in p.read_bytes() for p in saver.directory.rglob("*") if p.is_file())
+
+
+def test_a_json_listing_for_one_user_opens_none_of_another_users_files(tmp_path: Path) -> None:
+    saver = JsonCheckpointSaver(tmp_path / "threads")
+    graph = _graph(saver)
+    graph.invoke({"log": ["start"]}, _config("t-alice", "alice"))
+    graph.invoke({"log": ["start"]}, _config("t-bob", "bob"))
+    alices = [p for p in saver.directory.rglob("[!.]*.json") if b'"alice"' in p.read_bytes()]
+    assert alices
+    for path in alices:  # every file of alice's: thread record, checkpoints, writes
+        path.write_text("{not json", encoding="utf-8")
+
+    assert len(list(saver.list({"configurable": {"user_id": "bob"}}))) == len(list(saver.list(_config("t-bob", "bob"))))
+    with pytest.raises(ThreadOwnerError):
+        saver.get_tuple(_config("t-alice", "bob"))
+
+
 def test_a_thread_started_without_a_user_is_claimed_by_the_first_user(make_saver: Make) -> None:
     saver = make_saver()
     graph = _graph(saver)

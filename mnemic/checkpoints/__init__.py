@@ -23,6 +23,7 @@ import importlib
 from typing import Any
 
 _LAZY = {
+    "CorruptCheckpointError": ".langgraph_saver",
     "JsonCheckpointSaver": ".langgraph_json",
     "SqliteCheckpointSaver": ".langgraph_sqlite",
     "ThreadOwnerError": ".langgraph_saver",

@@ -33,17 +33,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.durable import fsync_directory, remove_durably, write_atomic
-from ..core.retention import OWNER_SUFFIX, RetainedPlace, mark_owner
+from ..core.retention import OWNER_SUFFIX, RetainedPlace, mark_owner, owner_of
+from ..core.store import owner_key
 from .langgraph_saver import (
     CHECKPOINTS_LABEL,
     METADATA_AS_JSON,
     THREADS_LABEL,
     WRITES_LABEL,
     CheckpointRow,
+    CorruptCheckpointError,
     LangGraphSaver,
     Ref,
     Typed,
     WriteRow,
+    corrupt,
     owner_after_write,
 )
 from .owners import retain_once
@@ -83,12 +86,18 @@ def _dump(document: dict[str, Any]) -> str:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _read(path: Path, what: str = "the file") -> dict[str, Any] | None:
+    """The JSON object in `path` (None when there is no file); CorruptCheckpointError when the file
+    is not one (the message names the file and, where it can, the thread)."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    return value if isinstance(value, dict) else None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise corrupt(what, f"file {path}", exc) from exc
+    if not isinstance(value, dict):
+        raise corrupt(what, f"file {path}", f"it holds a JSON {type(value).__name__}, not an object")
+    return value
 
 
 def _remove_tree(directory: Path) -> None:
@@ -155,7 +164,7 @@ class JsonCheckpointSaver(LangGraphSaver):
 
     def _claim(self, thread_id: str, user: str | None) -> str | None:
         manifest = self._manifest(thread_id)
-        recorded = _read(manifest)
+        recorded = self._read_for(thread_id, manifest, "the thread's record")
         recorded_user = recorded.get("user_id") if recorded else None
         owner = owner_after_write(thread_id, recorded_user, recorded is not None, user)
         if recorded is not None and recorded_user == owner:
@@ -170,21 +179,58 @@ class JsonCheckpointSaver(LangGraphSaver):
             for path in sorted((self.writes_dir / _digest("t", thread_id)).rglob("*.json")):
                 mark_owner(path, owner)
         for path in sorted(self._thread_dir(thread_id).rglob("*.json")):
-            if (document := _read(path)) is not None:
+            if (document := self._read_for(thread_id, path, "the checkpoint")) is not None:
                 document["user_id"] = owner
                 self._write(path, document, owner)
 
+    def _thread_owner(self, thread_id: str) -> str | None:
+        return owner_of(self._manifest(thread_id))  # the sidecar, not the (maybe damaged) manifest
+
+    def _read_for(self, thread_id: str | None, path: Path, what: str,
+                  checkpoint_id: str | None = None) -> dict[str, Any] | None:
+        try:
+            return _read(path, what)
+        except CorruptCheckpointError as exc:
+            if thread_id is None:
+                thread_id = self._thread_id_of(path)
+            if thread_id is None:
+                raise
+            cause = exc.__cause__
+            raise corrupt(what, f"file {path}", cause if cause is not None else "not a JSON object",
+                          thread_id=thread_id, checkpoint_id=checkpoint_id) from exc
+
+    def _thread_id_of(self, path: Path) -> str | None:
+        """The thread id a file under checkpoints/ or writes/ belongs to, from its thread's record
+        (None when that cannot be read)."""
+        for root in (self.checkpoints_dir, self.writes_dir):
+            if path.is_relative_to(root):
+                try:
+                    recorded = _read(self.threads_dir / (path.relative_to(root).parts[0] + ".json"))
+                except CorruptCheckpointError:
+                    return None
+                value = recorded.get("thread_id") if recorded else None
+                return value if isinstance(value, str) else None
+        return None
+
+    def _where(self, row: CheckpointRow) -> str:
+        return f"file {self._checkpoint_file(row.thread_id, row.checkpoint_ns, row.checkpoint_id)}"
+
     # -- storage primitives -------------------------------------------------------------------------
 
-    def _thread_dirs(self, thread_id: str | None) -> Iterator[Path]:
+    def _thread_dirs(self, thread_id: str | None, owner: str | None) -> Iterator[Path]:
         if thread_id is not None:
             yield self._thread_dir(thread_id)
         elif self.checkpoints_dir.is_dir():
-            yield from (p for p in self.checkpoints_dir.iterdir() if p.is_dir())
+            wanted = owner_key(owner) if owner is not None else None
+            for path in self.checkpoints_dir.iterdir():
+                # A listing for one user opens only that user's threads: the owner comes from the
+                # thread record's sidecar, so another user's files are not read (nor fail the listing).
+                if path.is_dir() and (wanted is None or owner_of(self.threads_dir / (path.name + ".json")) == wanted):
+                    yield path
 
-    def _refs(self, thread_id: str | None, checkpoint_ns: str | None) -> list[Ref]:
+    def _refs(self, thread_id: str | None, checkpoint_ns: str | None, *, owner: str | None = None) -> list[Ref]:
         refs: list[Ref] = []
-        for thread_dir in self._thread_dirs(thread_id):
+        for thread_dir in self._thread_dirs(thread_id, owner):
             if checkpoint_ns is not None:
                 ns_dirs = [thread_dir / _digest("n", checkpoint_ns, 32)]
             else:
@@ -195,19 +241,28 @@ class JsonCheckpointSaver(LangGraphSaver):
                 for body in ns_dir.glob("[!.]*.json"):  # not temp files (".name.tmp") nor sidecars
                     if _PLAIN_ID.fullmatch(body.stem):
                         refs.append(Ref(body.stem, body))
-                    elif (document := _read(body)) is not None:
-                        refs.append(Ref(str(document["checkpoint_id"]), body))
+                    elif (document := self._read_for(thread_id, body, "the checkpoint")) is not None:
+                        if not isinstance(document.get("checkpoint_id"), str):
+                            raise corrupt("the checkpoint", f"file {body}", "it names no checkpoint_id",
+                                          thread_id=thread_id or self._thread_id_of(body))
+                        refs.append(Ref(document["checkpoint_id"], body))
         return refs
 
     def _row(self, ref: Ref) -> CheckpointRow | None:
-        document = _read(ref.locator)
+        path: Path = ref.locator
+        document = self._read_for(None, path, "the checkpoint", ref.checkpoint_id)
         if document is None:
             return None
-        return CheckpointRow(
-            thread_id=document["thread_id"], checkpoint_ns=document["checkpoint_ns"],
-            checkpoint_id=document["checkpoint_id"], parent_checkpoint_id=document.get("parent_checkpoint_id"),
-            user_id=document.get("user_id"), run_id=document.get("run_id"),
-            checkpoint=_typed_in(document["checkpoint"]), metadata=_typed_in(document["metadata"]))
+        try:
+            return CheckpointRow(
+                thread_id=str(document["thread_id"]), checkpoint_ns=str(document["checkpoint_ns"]),
+                checkpoint_id=str(document["checkpoint_id"]),
+                parent_checkpoint_id=document.get("parent_checkpoint_id"),
+                user_id=document.get("user_id"), run_id=document.get("run_id"),
+                checkpoint=_typed_in(document["checkpoint"]), metadata=_typed_in(document["metadata"]))
+        except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong kind
+            raise corrupt("the checkpoint", f"file {path}", exc, thread_id=self._thread_id_of(path),
+                          checkpoint_id=ref.checkpoint_id) from exc
 
     def _writes(self, row: CheckpointRow) -> list[WriteRow]:
         directory = self._writes_dir(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
@@ -215,9 +270,14 @@ class JsonCheckpointSaver(LangGraphSaver):
         if not directory.is_dir():
             return found
         for path in directory.glob("[!.]*.json"):
-            document = _read(path)
-            if document is not None:
+            document = self._read_for(row.thread_id, path, "the pending writes", row.checkpoint_id)
+            if document is None:
+                continue
+            try:
                 found.extend(self._write_rows(document))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise corrupt("the pending writes", f"file {path}", exc, thread_id=row.thread_id,
+                              checkpoint_ns=row.checkpoint_ns, checkpoint_id=row.checkpoint_id) from exc
         return found
 
     @staticmethod
@@ -243,7 +303,7 @@ class JsonCheckpointSaver(LangGraphSaver):
         owner = self._claim(row_key[0], user)
         for task_id in dict.fromkeys(w.task_id for w in writes):
             path = self._writes_file(row_key, task_id)
-            existing = _read(path)
+            existing = self._read_for(row_key[0], path, "the pending writes", row_key[2])
             merged = {w.idx: w for w in (self._write_rows(existing) if existing else [])}
             for write in (w for w in writes if w.task_id == task_id):
                 if replace_existing or write.idx not in merged:
@@ -263,10 +323,11 @@ class JsonCheckpointSaver(LangGraphSaver):
 
     def _remove(self, refs: Sequence[Ref]) -> None:
         for ref in refs:
-            row = self._row(ref)
+            # checkpoints/<thread>/<ns>/<name>.json keeps its writes in writes/<thread>/<ns>/<name>/:
+            # found from the path, so a damaged checkpoint file can still be removed.
+            relative = Path(ref.locator).relative_to(self.checkpoints_dir)
             _remove_owned(ref.locator)
-            if row is not None:
-                _remove_tree(self._writes_dir(row.thread_id, row.checkpoint_ns, row.checkpoint_id))
+            _remove_tree(self.writes_dir / relative.parent / relative.stem)
 
     def _insert_thread(self, rows: Sequence[tuple[CheckpointRow, list[WriteRow]]], owner: str | None) -> None:
         self._claim(rows[0][0].thread_id, owner)

@@ -7,13 +7,20 @@ LangGraph's own SqliteSaver does) and its pending writes, and implement only the
 primitives at the bottom of `LangGraphSaver`. Everything a graph sees is decided here, once.
 
 Threads carry their user. The user is read from the run's config exactly as mnemic's tools and
-hooks read it (`config["configurable"]["user_id"]` or a runtime context's `user_id`). The first
-write of a run that names a user makes that user the thread's owner; a later run that names a
-different user gets `ThreadOwnerError` on every read and write of that thread, so one user's
-conversation state never reaches another user through a guessed or reused thread id. Calls
-without a user (operator tooling, `graph.get_state` by thread id, LangGraph's conformance suite)
-are not restricted, and a thread first written without a user is claimed by the first run that
-names one. With `memory=` given, `memory.forget(user_id=...)` erases a user's threads too.
+hooks read it (`config["configurable"]["user_id"]` or a runtime context's `user_id`), and checked
+as `Memory` checks a user id: an empty or blank one, one with an invisible character (a look-alike
+of another user's id) or one under a prefix mnemic reserves is refused with `ThreadOwnerError`,
+never read as "no user". The first write of a run that names a user makes that user the thread's
+owner; a later run that names a different user gets `ThreadOwnerError` on every read and write of
+that thread, so one user's conversation state never reaches another user through a guessed or
+reused thread id. Ownership is decided from the storage's owner record before a checkpoint is
+parsed, so another user's files are never read for a run. Calls that name no user at all (no
+`user_id` key, or None: operator tooling, `graph.get_state` by thread id, LangGraph's conformance
+suite) are not restricted, and a thread first written without a user is claimed by the first run
+that names one. With `memory=` given, `memory.forget(user_id=...)` erases a user's threads too.
+
+A checkpoint that cannot be read back (a damaged file or row) raises `CorruptCheckpointError`
+naming its thread, checkpoint and file or table; `forget(user_id=...)` still erases it.
 
 Async methods run the sync ones on a worker thread (`asyncio.to_thread`): file and SQLite calls
 block, and fsync can take milliseconds.
@@ -49,7 +56,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mnemic's LangGraph checkpoint savers need LangGraph: pip install 'mnemic[langgraph]'"
     ) from exc
 
-from ..tools.langchain import USER_KEY, IdentityError, run_identity
+from ..core.store import owner_key
+from ..core.validation import check_user_id
+from ..tools.langchain import USER_KEY, _from_context, _runtime_contexts
 
 THREADS_LABEL = "threads"
 CHECKPOINTS_LABEL = "thread_checkpoints"
@@ -61,7 +70,29 @@ Typed = tuple[str, bytes]
 
 
 class ThreadOwnerError(PermissionError):
-    """A run named a user other than the one the thread belongs to. Nothing was read or written."""
+    """A run named a user other than the one the thread belongs to, or named its user in a way that
+    cannot be used (empty, blank, a look-alike or reserved id, two different users). Nothing was
+    read or written."""
+
+
+class CorruptCheckpointError(ValueError):
+    """A stored checkpoint (or its writes, or its thread's record) cannot be read back. The message
+    names the thread, checkpoint and file or table; `memory.forget(user_id=...)` still erases it."""
+
+
+def corrupt(what: str, where: str, exc: BaseException | str, *, thread_id: str | None = None,
+            checkpoint_ns: str | None = None, checkpoint_id: str | None = None) -> CorruptCheckpointError:
+    """The error for a damaged record: which thread and checkpoint, where, and what to do."""
+    named = [f"{name} {value!r}" for name, value in (("thread", thread_id), ("namespace", checkpoint_ns),
+                                                       ("checkpoint", checkpoint_id)) if value is not None]
+    cause = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    if thread_id is not None:
+        remedy = f"restore it from a backup, or delete the thread (saver.delete_thread({thread_id!r}))"
+    else:
+        remedy = "restore it from a backup, or delete it"
+    return CorruptCheckpointError(
+        f"{what}{' of ' + ', '.join(named) if named else ''} in {where} is corrupt and cannot be read "
+        f"({cause[:200]}); {remedy}. memory.forget(user_id=...) erases it with the user's other threads.")
 
 
 @dataclass(frozen=True)
@@ -106,6 +137,7 @@ def dump_metadata(serde: SerializerProtocol, metadata: Mapping[str, Any]) -> Typ
 
 
 def load_metadata(serde: SerializerProtocol, typed: Typed) -> CheckpointMetadata:
+    """Metadata as `dump_metadata` stored it (raises whatever the decoder raises on damaged bytes)."""
     kind, data = typed
     value = json.loads(data.decode("utf-8")) if kind == METADATA_AS_JSON else serde.loads_typed((kind, data))
     return value if isinstance(value, dict) else {}  # type: ignore[return-value]
@@ -143,8 +175,18 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
 
     # -- storage primitives (subclasses) -----------------------------------------------------------
 
-    def _refs(self, thread_id: str | None, checkpoint_ns: str | None) -> list[Ref]:
-        """Checkpoints of a thread (every thread when None), of one namespace (every one when None)."""
+    def _refs(self, thread_id: str | None, checkpoint_ns: str | None, *, owner: str | None = None) -> list[Ref]:
+        """Checkpoints of a thread (every thread when None), of one namespace (every one when None);
+        with `owner` (a user id), only that user's threads, chosen without reading the others'."""
+        raise NotImplementedError
+
+    def _thread_owner(self, thread_id: str) -> str | None:
+        """The `owner_key` of the thread's recorded owner (None: none recorded), read from the
+        storage's owner record rather than from a checkpoint."""
+        raise NotImplementedError
+
+    def _where(self, row: CheckpointRow) -> str:
+        """Where the storage keeps this checkpoint, for error messages (a file, a table)."""
         raise NotImplementedError
 
     def _row(self, ref: Ref) -> CheckpointRow | None:
@@ -181,18 +223,51 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
     # -- identity -----------------------------------------------------------------------------------
 
     def user_of(self, config: RunnableConfig | None) -> str | None:
-        """The user a run names (None when it names none), as mnemic's tools read it."""
-        return run_identity(config, user_key=self.user_key).user_id
+        """The user a run names, from its config and its runtime context; None when it names none
+        (no `user_id`, or None). A `user_id` that is given but cannot be a user (empty, blank, an
+        invisible character, a reserved prefix, not a string) raises `ThreadOwnerError`: read as "no
+        user", it would have opened every thread to the run."""
+        configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+        given = [(f"config['configurable'][{self.user_key!r}]", configurable.get(self.user_key))]
+        given += [(f"the runtime context's {self.user_key!r}", _from_context(c, self.user_key))
+                  for c in _runtime_contexts(configurable)]
+        named = {self._checked_user(where, value) for where, value in given if value is not None}
+        if len(named) > 1:
+            raise ThreadOwnerError(
+                f"this run names two different users ({self.user_key!r} in its config and in its runtime "
+                "context), so it is not clear whose threads it may use; name one user in one place")
+        return next(iter(named), None)
+
+    def _checked_user(self, where: str, value: Any) -> str:
+        key = self.user_key
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise ThreadOwnerError(f"{where} must be a string naming the run's user, "
+                                   f"got {type(value).__name__}")
+        try:
+            return check_user_id(str(value))
+        except ValueError as exc:
+            if not str(value).strip():
+                raise ThreadOwnerError(
+                    f"{where} is {value!r}, an empty user id: pass the user's id (e.g. "
+                    f"{{{key!r}: 'alice'}}), or leave {key!r} out for operator access to every thread; "
+                    "an empty id is never read as no user") from exc
+            raise ThreadOwnerError(f"{where} cannot name a user: {exc}") from exc
 
     def _reader(self, config: RunnableConfig | None) -> str | None:
-        try:
-            return self.user_of(config)
-        except IdentityError as exc:
-            raise ThreadOwnerError(str(exc)) from exc
+        return self.user_of(config)
 
     def _check_read(self, row: CheckpointRow, user: str | None) -> None:
         if user is not None and row.user_id is not None and row.user_id != user:
             raise ThreadOwnerError(_foreign(row.thread_id))
+
+    def _check_thread(self, thread_id: str, user: str | None) -> None:
+        """Refuse a run another user's thread from the storage's owner record, before any of the
+        thread's checkpoints is read (so a damaged file of theirs cannot fail this run either)."""
+        if user is None:
+            return
+        recorded = self._thread_owner(thread_id)
+        if recorded is not None and recorded != owner_key(user):
+            raise ThreadOwnerError(_foreign(thread_id))
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -204,11 +279,36 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
         writes = sorted(self._writes(row), key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
         return CheckpointTuple(
             config=config_for(row.checkpoint_id),
-            checkpoint=self.serde.loads_typed(row.checkpoint),
-            metadata=load_metadata(self.serde, row.metadata),
+            checkpoint=self._loaded(row),
+            metadata=self._metadata(row),
             parent_config=config_for(row.parent_checkpoint_id) if row.parent_checkpoint_id else None,
-            pending_writes=[(w.task_id, w.channel, self.serde.loads_typed(w.value)) for w in writes],
+            pending_writes=[(w.task_id, w.channel, self._decoded(row, w)) for w in writes],
         )
+
+    def _corrupt(self, row: CheckpointRow, what: str, exc: BaseException | str) -> CorruptCheckpointError:
+        return corrupt(what, self._where(row), exc, thread_id=row.thread_id, checkpoint_ns=row.checkpoint_ns,
+                       checkpoint_id=row.checkpoint_id)
+
+    def _loaded(self, row: CheckpointRow) -> Checkpoint:
+        try:
+            value = self.serde.loads_typed(row.checkpoint)
+        except Exception as exc:  # a decoder fails in its own way on damaged bytes
+            raise self._corrupt(row, "the checkpoint", exc) from exc
+        if not isinstance(value, Mapping):
+            raise self._corrupt(row, "the checkpoint", f"it holds a {type(value).__name__}, not a checkpoint")
+        return value  # type: ignore[return-value]
+
+    def _metadata(self, row: CheckpointRow) -> CheckpointMetadata:
+        try:
+            return load_metadata(self.serde, row.metadata)
+        except Exception as exc:
+            raise self._corrupt(row, "the metadata", exc) from exc
+
+    def _decoded(self, row: CheckpointRow, write: WriteRow) -> Any:
+        try:
+            return self.serde.loads_typed(write.value)
+        except Exception as exc:
+            raise self._corrupt(row, f"pending write {write.channel!r} of task {write.task_id!r}", exc) from exc
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint `config` names, or its thread and namespace's latest; None when absent."""
@@ -217,6 +317,7 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
         thread_id = str(configurable["thread_id"])
         wanted = get_checkpoint_id(config)
         with self._lock:
+            self._check_thread(thread_id, user)
             refs = self._refs(thread_id, configurable.get("checkpoint_ns", ""))
             if wanted:
                 refs = [ref for ref in refs if ref.checkpoint_id == wanted]
@@ -244,7 +345,11 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
         wanted = get_checkpoint_id(config) if config is not None else None
         ceiling = get_checkpoint_id(before) if before is not None else None
         with self._lock:
-            refs = self._refs(thread_id, configurable.get("checkpoint_ns"))
+            if thread_id is not None:
+                self._check_thread(thread_id, user)
+            # Listing across threads for a user: only that user's threads, chosen before any is read.
+            refs = self._refs(thread_id, configurable.get("checkpoint_ns"),
+                              owner=user if thread_id is None else None)
         refs = [ref for ref in refs
                 if (not wanted or ref.checkpoint_id == wanted) and (not ceiling or ref.checkpoint_id < ceiling)]
         refs.sort(key=lambda ref: ref.checkpoint_id, reverse=True)
@@ -260,7 +365,7 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
                     continue  # listing across threads for a user shows only that user's threads
                 self._check_read(row, user)
                 if filter:
-                    metadata = load_metadata(self.serde, row.metadata)
+                    metadata = self._metadata(row)
                     if not all(metadata.get(key) == value for key, value in filter.items()):
                         continue
                 found = self._tuple(row)
@@ -381,7 +486,7 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
             keep.add((ns, latest.checkpoint_id))
             # A DeltaChannel stores its value only every few steps; the steps between are rebuilt
             # from ancestors' writes, so those ancestors stay until every delta channel has a value.
-            counters = load_metadata(self.serde, latest.metadata).get("counters_since_delta_snapshot") or {}
+            counters = self._metadata(latest).get("counters_since_delta_snapshot") or {}
             needed = (set(counters) if isinstance(counters, Mapping) else set()) - self._stored_channels(latest)
             cursor = chain.get(latest.parent_checkpoint_id or "")
             while needed and cursor is not None and (ns, cursor.checkpoint_id) not in keep:
@@ -392,7 +497,7 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
 
     def _stored_channels(self, row: CheckpointRow) -> set[str]:
         """Channels whose value (or DeltaChannel snapshot) this checkpoint stores: a rebuild seeds from it."""
-        return set(self.serde.loads_typed(row.checkpoint).get("channel_values") or {})
+        return set(self._loaded(row).get("channel_values") or {})
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         """String versions `NNN…N.random`, as LangGraph's SqliteSaver and Postgres savers make them."""
@@ -457,6 +562,7 @@ __all__ = [
     "THREADS_LABEL",
     "WRITES_LABEL",
     "CheckpointRow",
+    "CorruptCheckpointError",
     "LangGraphSaver",
     "Ref",
     "ThreadOwnerError",

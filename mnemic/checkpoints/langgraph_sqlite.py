@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.durable import connect_sqlite, scrub_sqlite, transaction
 from ..core.retention import RetainedPlace
+from ..core.store import owner_key
 from .langgraph_saver import (
     CHECKPOINTS_LABEL,
     THREADS_LABEL,
@@ -32,6 +33,7 @@ from .langgraph_saver import (
     LangGraphSaver,
     Ref,
     WriteRow,
+    corrupt,
     owner_after_write,
 )
 from .owners import retain_once
@@ -123,8 +125,11 @@ class SqliteCheckpointSaver(LangGraphSaver):
 
     # -- storage primitives -------------------------------------------------------------------------
 
-    def _refs(self, thread_id: str | None, checkpoint_ns: str | None) -> list[Ref]:
+    def _refs(self, thread_id: str | None, checkpoint_ns: str | None, *, owner: str | None = None) -> list[Ref]:
         where, params = [], []
+        if owner is not None:
+            where.append("user_id = ?")
+            params.append(owner)
         if thread_id is not None:
             where.append("thread_id = ?")
             params.append(thread_id)
@@ -135,19 +140,37 @@ class SqliteCheckpointSaver(LangGraphSaver):
         rows = self._conn.execute(f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints{clause}", params)
         return [Ref(cid, (tid, ns, cid)) for tid, ns, cid in rows]
 
+    def _thread_owner(self, thread_id: str) -> str | None:
+        found = self._conn.execute("SELECT user_id FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        return owner_key(found[0]) if found and found[0] is not None else None
+
+    def _where(self, row: CheckpointRow) -> str:
+        return f"table 'checkpoints' of {self.path}"
+
     def _row(self, ref: Ref) -> CheckpointRow | None:
         found = self._conn.execute(
             f"SELECT {_ROW_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             ref.locator).fetchone()
-        return _checkpoint_row(found) if found else None
+        if not found:
+            return None
+        try:
+            return _checkpoint_row(found)
+        except (TypeError, ValueError) as exc:  # a body column that is not a blob
+            tid, ns, cid = ref.locator
+            raise corrupt("the checkpoint", f"table 'checkpoints' of {self.path}", exc, thread_id=tid,
+                          checkpoint_ns=ns, checkpoint_id=cid) from exc
 
     def _writes(self, row: CheckpointRow) -> list[WriteRow]:
         found = self._conn.execute(
             "SELECT task_id, task_path, idx, channel, type, value FROM writes "
             "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             (row.thread_id, row.checkpoint_ns, row.checkpoint_id))
-        return [WriteRow(task_id=t, task_path=p, idx=i, channel=c, value=(kind, bytes(v)))
-                for t, p, i, c, kind, v in found]
+        try:
+            return [WriteRow(task_id=t, task_path=p, idx=i, channel=c, value=(kind, bytes(v)))
+                    for t, p, i, c, kind, v in found]
+        except (TypeError, ValueError) as exc:  # a value column that is not a blob
+            raise corrupt("the pending writes", f"table 'writes' of {self.path}", exc, thread_id=row.thread_id,
+                          checkpoint_ns=row.checkpoint_ns, checkpoint_id=row.checkpoint_id) from exc
 
     def _claim(self, thread_id: str, user: str | None) -> str | None:
         """Check and record the thread's owner inside the caller's transaction."""
