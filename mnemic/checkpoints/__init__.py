@@ -23,10 +23,10 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "CorruptCheckpointError": ".langgraph_saver",
+    "CorruptCheckpointError": ".langgraph_rows",
     "JsonCheckpointSaver": ".langgraph_json",
     "SqliteCheckpointSaver": ".langgraph_sqlite",
-    "ThreadOwnerError": ".langgraph_saver",
+    "ThreadOwnerError": ".langgraph_rows",
 }
 
 __all__ = sorted(_LAZY)

@@ -35,19 +35,21 @@ from typing import TYPE_CHECKING, Any
 from ..core.durable import fsync_directory, remove_durably, write_atomic
 from ..core.retention import OWNER_SUFFIX, RetainedPlace, mark_owner, owner_of
 from ..core.store import owner_key
-from .langgraph_saver import (
-    CHECKPOINTS_LABEL,
+from .langgraph_rows import (
     METADATA_AS_JSON,
-    THREADS_LABEL,
-    WRITES_LABEL,
     CheckpointRow,
     CorruptCheckpointError,
-    LangGraphSaver,
     Ref,
     Typed,
     WriteRow,
     corrupt,
     owner_after_write,
+)
+from .langgraph_saver import (
+    CHECKPOINTS_LABEL,
+    THREADS_LABEL,
+    WRITES_LABEL,
+    LangGraphSaver,
 )
 from .owners import retain_once
 

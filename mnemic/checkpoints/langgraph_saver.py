@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import random
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from dataclasses import replace
+from typing import Any
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -58,105 +57,23 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..core.store import owner_key
 from ..core.validation import check_user_id
-from ..tools.langchain import USER_KEY, _from_context, _runtime_contexts
+from ..tools.langchain import USER_KEY, given_user_ids
+from .langgraph_rows import (
+    CheckpointRow,
+    CorruptCheckpointError,
+    Ref,
+    ThreadOwnerError,
+    WriteRow,
+    corrupt,
+    dump_metadata,
+    foreign_thread,
+    load_metadata,
+)
 
 THREADS_LABEL = "threads"
 CHECKPOINTS_LABEL = "thread_checkpoints"
 WRITES_LABEL = "thread_writes"
 PRUNE_STRATEGIES = ("keep_latest", "delete")
-METADATA_AS_JSON = "json"
-
-Typed = tuple[str, bytes]
-
-
-class ThreadOwnerError(PermissionError):
-    """A run named a user other than the one the thread belongs to, or named its user in a way that
-    cannot be used (empty, blank, a look-alike or reserved id, two different users). Nothing was
-    read or written."""
-
-
-class CorruptCheckpointError(ValueError):
-    """A stored checkpoint (or its writes, or its thread's record) cannot be read back. The message
-    names the thread, checkpoint and file or table; `memory.forget(user_id=...)` still erases it."""
-
-
-def corrupt(what: str, where: str, exc: BaseException | str, *, thread_id: str | None = None,
-            checkpoint_ns: str | None = None, checkpoint_id: str | None = None) -> CorruptCheckpointError:
-    """The error for a damaged record: which thread and checkpoint, where, and what to do."""
-    named = [f"{name} {value!r}" for name, value in (("thread", thread_id), ("namespace", checkpoint_ns),
-                                                       ("checkpoint", checkpoint_id)) if value is not None]
-    cause = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
-    if thread_id is not None:
-        remedy = f"restore it from a backup, or delete the thread (saver.delete_thread({thread_id!r}))"
-    else:
-        remedy = "restore it from a backup, or delete it"
-    return CorruptCheckpointError(
-        f"{what}{' of ' + ', '.join(named) if named else ''} in {where} is corrupt and cannot be read "
-        f"({cause[:200]}); {remedy}. memory.forget(user_id=...) erases it with the user's other threads.")
-
-
-@dataclass(frozen=True)
-class CheckpointRow:
-    """One stored checkpoint: where it sits, whose it is, and its serialised body and metadata."""
-
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_checkpoint_id: str | None
-    user_id: str | None
-    run_id: str | None
-    checkpoint: Typed
-    metadata: Typed
-
-
-@dataclass(frozen=True)
-class WriteRow:
-    """One pending write of a task against a checkpoint."""
-
-    task_id: str
-    task_path: str
-    idx: int
-    channel: str
-    value: Typed
-
-
-class Ref(NamedTuple):
-    """Where a checkpoint is, as the storage found it; `locator` is the storage's own."""
-
-    checkpoint_id: str
-    locator: Any
-
-
-def dump_metadata(serde: SerializerProtocol, metadata: Mapping[str, Any]) -> Typed:
-    """Metadata as JSON when it is plain JSON (readable, like LangGraph's SqliteSaver), otherwise
-    through the serializer, so a metadata value JSON cannot hold is kept rather than refused."""
-    try:
-        return METADATA_AS_JSON, json.dumps(metadata, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError):
-        return serde.dumps_typed(dict(metadata))
-
-
-def load_metadata(serde: SerializerProtocol, typed: Typed) -> CheckpointMetadata:
-    """Metadata as `dump_metadata` stored it (raises whatever the decoder raises on damaged bytes)."""
-    kind, data = typed
-    value = json.loads(data.decode("utf-8")) if kind == METADATA_AS_JSON else serde.loads_typed((kind, data))
-    return value if isinstance(value, dict) else {}  # type: ignore[return-value]
-
-
-def owner_after_write(thread_id: str, recorded: str | None, exists: bool, user: str | None) -> str | None:
-    """The owner a thread has after a write by `user` (None: no user), or ThreadOwnerError."""
-    if not exists or recorded is None:
-        return user
-    if user is not None and user != recorded:
-        raise ThreadOwnerError(_foreign(thread_id))
-    return recorded
-
-
-def _foreign(thread_id: str) -> str:
-    return (f"thread {thread_id!r} belongs to another user; a run may read and write only its own "
-            "user's threads (start a new thread_id for this user)")
-
-
 class LangGraphSaver(BaseCheckpointSaver[str]):
     """`BaseCheckpointSaver` over the storage primitives a subclass provides (see the module doc).
 
@@ -227,11 +144,8 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
         (no `user_id`, or None). A `user_id` that is given but cannot be a user (empty, blank, an
         invisible character, a reserved prefix, not a string) raises `ThreadOwnerError`: read as "no
         user", it would have opened every thread to the run."""
-        configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
-        given = [(f"config['configurable'][{self.user_key!r}]", configurable.get(self.user_key))]
-        given += [(f"the runtime context's {self.user_key!r}", _from_context(c, self.user_key))
-                  for c in _runtime_contexts(configurable)]
-        named = {self._checked_user(where, value) for where, value in given if value is not None}
+        named = {self._checked_user(where, value)
+                 for where, value in given_user_ids(config, user_key=self.user_key) if value is not None}
         if len(named) > 1:
             raise ThreadOwnerError(
                 f"this run names two different users ({self.user_key!r} in its config and in its runtime "
@@ -258,7 +172,7 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
 
     def _check_read(self, row: CheckpointRow, user: str | None) -> None:
         if user is not None and row.user_id is not None and row.user_id != user:
-            raise ThreadOwnerError(_foreign(row.thread_id))
+            raise ThreadOwnerError(foreign_thread(row.thread_id))
 
     def _check_thread(self, thread_id: str, user: str | None) -> None:
         """Refuse a run another user's thread from the storage's owner record, before any of the
@@ -267,7 +181,7 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
             return
         recorded = self._thread_owner(thread_id)
         if recorded is not None and recorded != owner_key(user):
-            raise ThreadOwnerError(_foreign(thread_id))
+            raise ThreadOwnerError(foreign_thread(thread_id))
 
     # -- reading ------------------------------------------------------------------------------------
 

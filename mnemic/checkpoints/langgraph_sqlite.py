@@ -25,16 +25,18 @@ from typing import TYPE_CHECKING, Any
 from ..core.durable import connect_sqlite, scrub_sqlite, transaction
 from ..core.retention import RetainedPlace
 from ..core.store import owner_key
-from .langgraph_saver import (
-    CHECKPOINTS_LABEL,
-    THREADS_LABEL,
-    WRITES_LABEL,
+from .langgraph_rows import (
     CheckpointRow,
-    LangGraphSaver,
     Ref,
     WriteRow,
     corrupt,
     owner_after_write,
+)
+from .langgraph_saver import (
+    CHECKPOINTS_LABEL,
+    THREADS_LABEL,
+    WRITES_LABEL,
+    LangGraphSaver,
 )
 from .owners import retain_once
 

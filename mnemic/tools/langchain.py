@@ -70,6 +70,17 @@ def _runtime_contexts(configurable: Mapping[str, Any]) -> list[Any]:
     return [value.context for value in configurable.values() if isinstance(value, Runtime)]
 
 
+def given_user_ids(config: Mapping[str, Any] | None, *, user_key: str = USER_KEY) -> list[tuple[str, Any]]:
+    """Every place a run's config names its user, as (where, the value as given, unchecked): the
+    configurable key, then each runtime context. For callers that judge the values themselves (a
+    checkpoint saver refuses an empty one instead of reading it as no user)."""
+    configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+    given = [(f"config['configurable'][{user_key!r}]", configurable.get(user_key))]
+    given += [(f"the runtime context's {user_key!r}", _from_context(context, user_key))
+              for context in _runtime_contexts(configurable)]
+    return given
+
+
 def _clean_id(value: Any, what: str) -> str | None:
     if value is None:
         return None
