@@ -38,16 +38,16 @@ from .intake import Intake
 from .knowledge import KnowledgeStore
 from .lexical import LexicalIndex
 from .lexical_sync import LexicalSync
-from .llm import check_llm
 from .local_db import LocalDatabase
 from .local_history import LocalHistory
 from .lock import acquire_store_lock
 from .namespace_policy import NamespacePolicy
 from .notes import NoteStore
+from .opening import check_opening
 from .organisation import Organisation
-from .policy import EffectivePolicy, MemoryPolicy, coerce_policy, refuse_secrets
+from .policy import EffectivePolicy, MemoryPolicy, coerce_policy
 from .queued_writes import QueuedWrites
-from .ranking import RecallWeights, check_weights
+from .ranking import RecallWeights
 from .recall import RecallPipeline
 from .reconcile import thresholds_for
 from .record_writer import RecordWriter
@@ -61,7 +61,7 @@ from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, RunCollection, make_persistent_client
 from .store.history import ChromaHistory
-from .validation import MAX_TEXT_CHARS, check_max_text_chars, check_optional_str, check_path, scope_paths
+from .validation import MAX_TEXT_CHARS, scope_paths
 from .views import MemoryView
 from .write_journal import WriteJournal
 from .write_pipeline import WritePipeline
@@ -97,25 +97,12 @@ class Memory:
         lexical_path: str | Path | None = None,
         max_text_chars: int = MAX_TEXT_CHARS,
     ) -> None:
-        if path is not None and client is not None:
-            raise ValueError("give either path (embedded Chroma) or client (e.g. chromadb.HttpClient), not both")
-        if not isinstance(namespace, str) or not namespace.strip():
-            raise ValueError("namespace must be a non-empty string, e.g. the agent's name")
         # Checked before the store is opened, so bad arguments leave nothing locked.
-        path = check_path(path, name="path")
-        lexical_path = check_path(lexical_path, name="lexical_path")
-        if client is None and lexical_path is not None:
-            raise ValueError("lexical_path is for a Chroma server (client=...); an embedded store keeps its keyword "
-                             "index in its own directory: leave lexical_path out")
-        if client is not None and not callable(getattr(client, "get_or_create_collection", None)):
-            raise TypeError(f"client must be a Chroma client (e.g. chromadb.HttpClient(host=...)), got "
-                            f"{type(client).__name__}; for an embedded store pass path instead")
-        checked_weights = check_weights(weights)
-        max_text_chars = check_max_text_chars(max_text_chars)
-        checked_llm = check_llm(llm)
-        initial_policy = refuse_secrets(coerce_policy(policy)) if policy is not None else None
-        self.namespace = namespace.strip()
-        check_optional_str(self.namespace, name="namespace")
+        opening = check_opening(path=path, namespace=namespace, client=client, llm=llm, policy=policy,
+                                weights=weights, lexical_path=lexical_path, max_text_chars=max_text_chars)
+        path, lexical_path, max_text_chars = opening.path, opening.lexical_path, opening.max_text_chars
+        checked_llm, initial_policy = opening.llm, opening.policy
+        self.namespace = opening.namespace
         self._temporary: Path | None = None
         self._lock_handle = None
         if client is None:
@@ -139,7 +126,7 @@ class Memory:
             self._own_client = None  # the caller's client: theirs to close
         self.embedder: Embedder = reading_whole_texts(resolve_embedder(embedder))
         self.llm = checked_llm
-        self.weights = checked_weights
+        self.weights = opening.weights
         self._max_text_chars = max_text_chars
         self.stats = WriteStats()
         self._gate = OpenGate()
