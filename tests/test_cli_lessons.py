@@ -68,6 +68,8 @@ def test_list_needs_a_user_or_all_users_and_a_readable_place(store: Path) -> Non
     seed(store)
     assert "--all-users" in run("lessons", "list", ok=False)
     assert "flow/step" in run("lessons", "list", "--user", "alice", "--where", "/", ok=False)
+    out = run("lessons", "list", "--user", "alice", "--limit", "-1", ok=False)  # not "all but the oldest"
+    assert "limit must be between 1 and 100000" in out and "Traceback" not in out
 
 
 def test_invalidate_withdraws_a_lesson_and_refuses_a_fact(store: Path) -> None:

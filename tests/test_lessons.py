@@ -165,6 +165,15 @@ def test_bad_places_and_input_are_refused_clearly(lessons: LessonStore) -> None:
     assert lessons.learn([" ", 3, ""], user_id="alice", place=WRITER) == []  # type: ignore[list-item]
 
 
+
+def test_a_limit_outside_the_range_is_refused_not_sliced(lessons: LessonStore) -> None:
+    """limit=-1 used to slice off the oldest lesson and answer the rest as if that were all."""
+    lessons.learn(["Cite a source for every claim.", "Use bullet points."], user_id="alice", place=WRITER)
+    for bad in (-1, 0, 100_001):
+        with pytest.raises(ValueError, match="limit must be between 1 and 100000"):
+            lessons.list(user_id="alice", limit=bad)
+    assert len(lessons.list(user_id="alice", limit=2)) == 2
+
 # -- lessons stay out of ordinary memory ---------------------------------------------------------------
 
 LESSON_TEXT = "Alice's drafts about databases cite PostgreSQL benchmarks."

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from .records import MemoryMatch, MemoryRecord, normalise_text
 from .safety import redact
 from .scopes import ROOT, join_scope
-from .validation import check_text, check_user_id
+from .validation import check_limit, check_text, check_user_id
 
 LESSON_KIND = "lesson"
 LESSONS_ROOT = "/lessons"
@@ -378,6 +378,7 @@ class LessonStore:
              limit: int = 100) -> builtins.list[Lesson]:
         """Lessons newest first: one user's (or every user's, for an operator), at one place, one
         flow or everywhere."""
+        limit = check_limit(limit, maximum=100_000)  # as Memory.list: a negative one must not slice off the oldest
         owner = check_user_id(user_id) if user_id is not None else None
         scope = place.scope(self.root) if place is not None else self.root
         records = self.memory.list(user_id=owner, scope=scope, include_invalid=include_invalid,
