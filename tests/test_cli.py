@@ -89,3 +89,50 @@ def test_policy_and_knowledge(run, tmp_path: Path) -> None:  # type: ignore[no-u
     assert "hours.md" in run("knowledge", "list", "--json")
     assert "--yes" in run("knowledge", "clear", ok=False)
     assert "removed" in run("knowledge", "clear", "--yes")
+
+
+MARKUP = ["Bob wrote [/] in his notes about tractors.",
+          "Bob's favourite colour is [bold red]teal[/bold red], see [link=https://evil.example]docs[/link]."]
+
+
+def test_stored_text_is_shown_as_written_never_read_as_markup(  # type: ignore[no-untyped-def]
+        run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fact holding "[/]" failed every view of it with a rich MarkupError traceback (`memory
+    remember` and `invalidate` after they had changed the store); "[link=...]" or "[bold red]"
+    in a fact was rendered, hiding what the fact says."""
+    from mnemic.core.lessons import LessonPlace, LessonStore
+
+    monkeypatch.setenv("COLUMNS", "400")  # tables are read whole, not folded
+    ids = [run("memory", "remember", "--user", "bob", text).split()[0] for text in MARKUP]
+    with Memory(tmp_path / "store", embedder=HashEmbedder()) as memory:
+        memory.knowledge.add("Refunds take [/] five days, [bold]see[/bold] the desk.", verbatim=True, source="faq[/]")
+        LessonStore(memory).learn(["Use [/] sparingly, and [italic]cite[/italic]."], user_id="bob",
+                                  place=LessonPlace("writer", "draft"))
+    shown = {
+        "list": run("memory", "list", "--user", "bob"),
+        "list all": run("memory", "list", "--all-users"),
+        "recall": run("memory", "recall", "--user", "bob", "tractors colour"),
+        "history": run("memory", "history", ids[0]),
+        "knowledge list": run("knowledge", "list"),
+        "knowledge search": run("knowledge", "search", "refunds"),
+        "lessons": run("lessons", "list", "--user", "bob"),
+    }
+    for name in ("list", "list all", "recall"):
+        assert all(text in shown[name] for text in MARKUP), name
+    assert MARKUP[0] in shown["history"]
+    for name in ("knowledge list", "knowledge search"):
+        assert "Refunds take [/] five days, [bold]see[/bold] the desk." in shown[name], name
+        assert "faq[/]" in shown[name], name
+    assert "Use [/] sparingly, and [italic]cite[/italic]." in shown["lessons"]
+    assert MARKUP[1] in run("memory", "invalidate", "--reason", "no [/] more", ids[1])
+    assert "no [/] more" in run("memory", "history", ids[1])
+
+
+def test_an_unforeseen_failure_is_an_error_line_not_a_traceback(  # type: ignore[no-untyped-def]
+        run, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the disk said no")
+
+    monkeypatch.setattr(Memory, "list", broken)
+    out = run("memory", "list", "--user", "alice", ok=False)
+    assert "Error: RuntimeError: the disk said no" in out and "Traceback" not in out

@@ -3,6 +3,8 @@
 A location is what `CheckpointConfig(location=...)` names: a JSON directory or a SQLite file.
 Without one, the commands use every checkpoint location the namespace keeps for erasure (those
 mnemic's providers wrote to), which needs the store (`--store`/`--server`/`--namespace`).
+What they print comes from the checkpoints (users' inputs, task texts) and from paths: it is
+escaped, never read as rich markup.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mnemic.checkpoints import catalog
@@ -19,8 +22,8 @@ from mnemic.checkpoints.owners import CHECKPOINTS_LABEL
 
 from .operator import opened, store_options
 
-_out = Console(highlight=False)
-_err = Console(stderr=True, highlight=False)
+_out = Console(highlight=False, emoji=False)
+_err = Console(stderr=True, highlight=False, emoji=False)
 
 
 def _locations(location: str | None, store: Path, server: str | None, namespace: str,
@@ -60,7 +63,7 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
         except (FileNotFoundError, ValueError) as exc:
             if location is not None:
                 raise click.ClickException(str(exc)) from exc
-            _err.print(f"[yellow]skipped[/] {place}: {exc}")
+            _err.print(f"[yellow]skipped[/] {escape(f'{place}: {exc}')}")
     if as_json:
         click.echo(json.dumps([info.to_dict() for info in found], indent=2))
         return
@@ -69,8 +72,9 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
         table.add_column(column, overflow="fold")
     for info in found:
         where = info.restore_from + (f"  ({info.note})" if info.note else "")
-        table.add_row(info.id, info.branch, info.created_at[:19].replace("T", " "), info.user_id or "-",
-                      _size(info.size), info.parent_id or "-", where)
+        table.add_row(*(escape(str(cell)) for cell in (
+            info.id, info.branch, info.created_at[:19].replace("T", " "), info.user_id or "-", _size(info.size),
+            info.parent_id or "-", where)))
     _out.print(table)
 
 
@@ -97,27 +101,28 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
     if as_json:
         click.echo(json.dumps({"checkpoint": info.to_dict(), "summary": summary}, indent=2))
         return
-    _out.print(f"[bold]{info.id}[/]  {info.format}  branch {info.branch or '-'}  {_size(info.size)}")
-    _out.print(f"restore from: {info.restore_from}")
+    _out.print(f"[bold]{escape(info.id)}[/]  "
+               + escape(f"{info.format}  branch {info.branch or '-'}  {_size(info.size)}"))
+    _out.print(f"restore from: {info.restore_from}", markup=False)
     if not summary["readable"]:
-        _err.print(f"[red]unreadable:[/] {summary['error']}")
+        _err.print(f"[red]unreadable:[/] {escape(str(summary['error']))}")
         raise SystemExit(1)
     _out.print(f"user: {summary['user_id'] or info.user_id or '-'}   trigger: {summary['trigger'] or '-'}   "
-               f"events: {summary['events']}   crewai {summary['crewai_version']}")
+               f"events: {summary['events']}   crewai {summary['crewai_version']}", markup=False)
     for entity in summary["entities"]:
-        _out.print(f"{entity['type']} {entity['name']!r}")
+        _out.print(f"{entity['type']} {entity['name']!r}", markup=False)
         if entity.get("inputs"):
-            _out.print(f"  inputs: {json.dumps(entity['inputs'], ensure_ascii=False)}")
+            _out.print(f"  inputs: {json.dumps(entity['inputs'], ensure_ascii=False)}", markup=False)
         if "tasks" in entity:
             table = Table(show_header=True)
             table.add_column("#")
             table.add_column("task", overflow="fold")
             table.add_column("done")
             for number, task in enumerate(entity["tasks"], 1):
-                table.add_row(str(number), task["task"], "yes" if task["done"] else "no")
+                table.add_row(str(number), escape(str(task["task"])), "yes" if task["done"] else "no")
             _out.print(table)
         if entity.get("completed_methods"):
-            _out.print(f"  completed methods: {', '.join(entity['completed_methods'])}")
+            _out.print(f"  completed methods: {', '.join(entity['completed_methods'])}", markup=False)
 
 
 @checkpoints_group.command("prune")
@@ -144,4 +149,4 @@ def prune_command(store: Path, server: str | None, namespace: str, embedder: str
         return
     for place, counts in results.items():
         _out.print(f"{place}: removed {counts['removed']} checkpoints, "
-                   f"{counts['leftovers']} leftovers of crashed writes")
+                   f"{counts['leftovers']} leftovers of crashed writes", markup=False)

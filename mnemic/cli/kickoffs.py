@@ -18,7 +18,7 @@ from rich.table import Table
 
 from .operator import opened, store_options
 
-_out = Console(highlight=False)
+_out = Console(highlight=False, emoji=False)
 
 
 def _when(value: str) -> str:
@@ -47,11 +47,11 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
     if as_json:
         click.echo(json.dumps([r.to_dict(with_steps=False) for r in runs], indent=2, ensure_ascii=False))
         return
-    table = Table(title=f"{namespace}: kickoffs ({len(runs)})")
+    table = Table(title=escape(f"{namespace}: kickoffs ({len(runs)})"))
     for column in ("kickoff", "crew", "user", "started", "updated", "tasks", "replay of"):
         table.add_column(column, overflow="fold")
     for run in runs:
-        table.add_row(run.run_id, escape(run.group_name or run.group), escape(run.user_id or "-"),
+        table.add_row(escape(run.run_id), escape(run.group_name or run.group), escape(run.user_id or "-"),
                       _when(run.started_at.isoformat()), _when(run.updated_at.isoformat()), str(run.step_count),
                       escape(str(run.meta.get("replay_of") or "-")))
     _out.print(table)
@@ -71,7 +71,7 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
     if as_json:
         click.echo(json.dumps(run.to_dict(), indent=2, ensure_ascii=False))
         return
-    _out.print(f"[bold]{run.run_id}[/]  crew {escape(run.group_name or '-')} (key {run.group})  "
+    _out.print(f"[bold]{escape(run.run_id)}[/]  crew {escape(run.group_name or '-')} (key {escape(run.group)})  "
                f"user {escape(run.user_id or '-')}")
     _out.print(f"started {_when(run.started_at.isoformat())}  updated {_when(run.updated_at.isoformat())}"
                + (f"  replay of {escape(str(run.meta['replay_of']))}" if run.meta.get("replay_of") else ""))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mnemic.core.lessons import Lesson, LessonPlace, LessonStore
@@ -27,7 +28,7 @@ def _provenance(lesson: Lesson) -> str:
 
 
 def _table(lessons: list[Lesson], title: str, *, with_reason: bool) -> Table:
-    table = Table(title=title)
+    table = Table(title=escape(title))
     columns = ["id", "created", "user", "where", "state", "taught by", "lesson"]
     if with_reason:
         columns.append("why withdrawn")
@@ -38,7 +39,7 @@ def _table(lessons: list[Lesson], title: str, *, with_reason: bool) -> Table:
                lesson.state, _provenance(lesson), lesson.text]
         if with_reason:
             row.append(lesson.invalid_reason or "")
-        table.add_row(*row)
+        table.add_row(*(escape(cell) for cell in row))  # written by reviewers and models: never markup
     return table
 
 
@@ -72,7 +73,8 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
             return
         title = f"{namespace}: lessons of {user_id or 'all users'}" + (f" at {place}" if place else "")
         # Made per call: it reads the terminal's width (COLUMNS) now, not when the CLI was imported.
-        Console(highlight=False).print(_table(lessons, f"{title} ({len(lessons)})", with_reason=include_invalid))
+        Console(highlight=False, emoji=False).print(
+            _table(lessons, f"{title} ({len(lessons)})", with_reason=include_invalid))
 
 
 @lessons_group.command("invalidate")

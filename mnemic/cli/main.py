@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import metadata
+from typing import Any
 
 import click
 
@@ -20,7 +21,20 @@ def _version() -> str:
         return "unknown"
 
 
-@click.group()
+class _Commands(click.Group):
+    """The top command. A failure no command foresaw ends as every other error does, one
+    `Error: ...` line and exit code 1, rather than a traceback in the operator's terminal."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.Abort, click.exceptions.Exit):
+            raise
+        except Exception as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+
+
+@click.group(cls=_Commands)
 @click.version_option(version=_version(), prog_name="mnemic")
 def cli() -> None:
     """mnemic: long-term memory for AI agents on Chroma."""
