@@ -76,6 +76,25 @@ def test_a_mistyped_store_is_an_error_and_no_store_is_made(run, tmp_path: Path) 
     assert "Alice prefers tea." in run("memory", "list", "--user", "alice", "--json", "--store", str(typo))
 
 
+def test_a_mistyped_namespace_is_an_error_and_no_namespace_is_made(  # type: ignore[no-untyped-def]
+        run, tmp_path: Path) -> None:
+    """`memory list -n suport` answered an empty table and left the namespace behind, tied to the
+    CLI's embedder: the agent opening it later with its own embedder got EmbedderMismatchError."""
+    run("memory", "remember", "--user", "alice", "Alice prefers tea.", "-n", "support")
+    for command in (["memory", "list", "--user", "alice"], ["memory", "list", "--all-users"],
+                    ["memory", "recall", "--user", "alice", "tea"], ["memory", "history", "nope"],
+                    ["memory", "forget", "--user", "alice", "--yes"], ["policy", "get"],
+                    ["knowledge", "list"], ["knowledge", "search", "tea"], ["lessons", "list", "--all-users"],
+                    ["kickoffs", "list"], ["kickoffs", "show", "nope"], ["checkpoints", "list"]):
+        out = run(*command, "-n", "suport", ok=False)
+        assert "no namespace 'suport' in the store at" in out, command
+        assert "'default', 'support'" in out and "--namespace" in out, command
+    with Memory(tmp_path / "store", namespace="suport", embedder=HashEmbedder(dimension=64)) as memory:
+        assert memory.list(user_id="alice") == []  # a new namespace: the agent's own embedder is taken
+    run("memory", "remember", "--user", "alice", "Alice prefers coffee.", "-n", "other")  # adding makes one
+    assert "Alice prefers coffee." in run("memory", "list", "--user", "alice", "--json", "-n", "other")
+    assert "Alice prefers tea." in run("memory", "list", "--user", "alice", "--json", "-n", "support")
+
 def test_policy_and_knowledge(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert '"source": "default"' in run("policy", "get")
     out = run("policy", "set", "--mode", "auto", "--knowledge", "on")

@@ -22,7 +22,9 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
+from mnemic.core.lock import acquire_store_lock
 from mnemic.core.memory import Memory
+from mnemic.core.store.chroma import has_namespace, make_persistent_client, namespaces
 
 _out = Console(highlight=False, emoji=False)
 _err = Console(stderr=True, highlight=False, emoji=False)
@@ -49,9 +51,11 @@ def store_options(command: F) -> F:
 @contextmanager
 def opened(store: Path, server: str | None, namespace: str, embedder: str | None, *,
            create: bool = False) -> Iterator[Memory]:
-    """The store a command works on. Only commands that add something (`create`) make a store
-    where there is none: a mistyped --store must not answer "nothing there" from a new empty one."""
-    if not server and not create and not Path(store).expanduser().exists():
+    """The store a command works on. Only commands that add something (`create`) make a store or
+    a namespace where there is none: a mistyped --store or --namespace must not answer "nothing
+    there" from a new empty one, nor leave one behind (a namespace keeps the embedder it was
+    first opened with, so a stray one would later refuse the agent's own)."""
+    if not server and not create and not (Path(store).expanduser() / "chroma").is_dir():
         raise click.ClickException(
             f"no mnemic store at {store}: check --store (or MNEMIC_STORE). Commands that add memories, "
             "knowledge or a policy create one.")
@@ -64,10 +68,14 @@ def opened(store: Path, server: str | None, namespace: str, embedder: str | None
             if not host or not port.isdigit():
                 raise click.BadParameter(f"--server takes HOST:PORT, got {server!r}")
             client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
+            if not create:
+                _require_namespace(client, namespace, f"on the Chroma server at {server}")
             memory = Memory(client=client, namespace=namespace, embedder=embedder)
-        else:
+        elif create:
             memory = Memory(store, namespace=namespace, embedder=embedder)
-    except click.BadParameter:
+        else:
+            memory = _open_existing(Path(store).expanduser().resolve(), namespace, embedder, shown=store)
+    except click.ClickException:
         raise
     except Exception as exc:
         raise click.ClickException(str(exc)) from exc
@@ -78,6 +86,30 @@ def opened(store: Path, server: str | None, namespace: str, embedder: str | None
         raise click.ClickException(str(message)) from exc
     finally:
         memory.close()
+
+
+def _require_namespace(client: Any, namespace: str, where: str) -> None:
+    name = namespace.strip()
+    if not name or has_namespace(client, name):
+        return  # a blank one is refused by Memory, with its own message
+    known = ", ".join(repr(n) for n in namespaces(client)) or "none"
+    raise click.ClickException(
+        f"no namespace {name!r} {where} (namespaces there: {known}): check --namespace (or MNEMIC_NAMESPACE). "
+        "Commands that add memories, knowledge or a policy create one.")
+
+
+def _open_existing(path: Path, namespace: str, embedder: str | None, *, shown: Path) -> Memory:
+    """A Memory on a namespace the embedded store already holds; nothing is created otherwise."""
+    lock = acquire_store_lock(path)  # the lock Memory takes (shared within a process): no other writer meanwhile
+    try:
+        client = make_persistent_client(path / "chroma")
+        try:
+            _require_namespace(client, namespace, f"in the store at {shown}")
+            return Memory(path, namespace=namespace, embedder=embedder)
+        finally:
+            client.close()  # Memory's own client keeps Chroma's shared system open
+    finally:
+        lock.release()
 
 
 def _records_table(records: list[Any], title: str) -> Table:

@@ -114,6 +114,39 @@ def namespace_slug(namespace: str) -> str:
     return safe
 
 
+def _meta_name(namespace: str) -> str:
+    return f"mnemic-{namespace_slug(namespace)}-meta"
+
+
+def has_namespace(client: Any, namespace: str) -> bool:
+    """Whether the database holds `namespace` (every opened namespace has its settings
+    collection), asked without creating anything, unlike opening a Memory on it."""
+    try:
+        meta = client.get_collection(_meta_name(namespace), embedding_function=None)
+    except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
+        return False
+    owner = (getattr(meta, "metadata", None) or {}).get("namespace")
+    return owner is None or owner == namespace
+
+
+def namespaces(client: Any) -> list[str]:
+    """The namespaces the database holds, sorted, read from their settings collections (a
+    namespace from before these recorded their name shows as its storage name)."""
+    found = set()
+    for collection in client.list_collections():
+        name = collection if isinstance(collection, str) else collection.name
+        if not (name.startswith("mnemic-") and name.endswith("-meta")):
+            continue
+        handle = collection if not isinstance(collection, str) else client.get_collection(
+            name, embedding_function=None)
+        metadata = getattr(handle, "metadata", None) or {}
+        if metadata.get("mnemic", "meta") != "meta":
+            continue
+        owner = metadata.get("namespace")
+        found.add(owner if isinstance(owner, str) else name[len("mnemic-"):-len("-meta")])
+    return sorted(found)
+
+
 def owner_key(user_id: str) -> str:
     return hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
 
