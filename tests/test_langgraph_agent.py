@@ -347,6 +347,21 @@ def test_a_turn_with_tool_calls_recalls_once(memory: Memory, monkeypatch: pytest
     assert len(recalls) == 3
 
 
+def test_a_cached_turn_context_follows_the_policy_thread_and_question(memory: Memory) -> None:
+    # Found by an attack: the turn cache served its context after memory was turned off mid-turn
+    # (a policy change moves no revision), and to another thread's question under a reused id.
+    memory.set_policy(mode="explicit")
+    memory.remember("Alice owns a Mastercraft boat.", user_id="alice")
+    memory.remember("Alice's dentist is Dr Okonkwo.", user_id="alice")
+    hooks = MemoryHooks(memory, recall_limit=1)
+    boat = [HumanMessage("What boat do I own?", id="m1")]
+    assert "Mastercraft" in str(context_of(hooks.context_messages(boat, run("alice")))[0].content)
+    dentist = [HumanMessage("Who is my dentist?", id="m1")]  # a client that numbers its own messages
+    assert "Okonkwo" in str(context_of(hooks.context_messages(dentist, run("alice", thread="t2")))[0].content)
+    memory.set_policy(mode="off")
+    assert context_of(hooks.context_messages(boat, run("alice"))) == []
+
+
 def test_a_fact_invalidated_during_the_turn_leaves_the_next_model_calls_context(memory: Memory) -> None:
     """The turn's context is cached for its later model calls, but not past a change: the agent's
     own correction retires the old fact, and the model's next call must not be told it again."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import logging
 import threading
 import time
@@ -125,7 +126,7 @@ class MemoryHooks:
         # and computed again when the user's memory changed meanwhile (a tool call in the turn
         # may have invalidated a fact the context holds) or one of its facts expired.
         self.cache_turn = cache_turn
-        self._turns: OrderedDict[tuple[str, str], _TurnContext] = OrderedDict()
+        self._turns: OrderedDict[tuple[str, ...], _TurnContext] = OrderedDict()
         self._profiles: dict[str, tuple[Any, float, list[MemoryRecord]]] = {}
         self._turns_lock = threading.Lock()
         self.prompt = RunnableLambda(self._prompt, afunc=self._aprompt, name="mnemic_prompt")
@@ -226,12 +227,15 @@ class MemoryHooks:
             result.insert(0, SystemMessage(content=self.system_prompt))
         return result
 
-    def _turn_key(self, who: RunIdentity | None, message: BaseMessage | None) -> tuple[str, str] | None:
+    def _turn_key(self, who: RunIdentity | None, message: BaseMessage | None) -> tuple[str, ...] | None:
+        """A turn: its user, thread and message, by id and by text (a client that sets message ids
+        itself may reuse one in another thread or for another question)."""
         if not self.cache_turn or who is None or who.user_id is None or message is None or not message.id:
             return None
-        return who.user_id, str(message.id)
+        asked = hashlib.sha256(_text(message).encode("utf-8", "surrogatepass")).hexdigest()
+        return who.user_id, who.session_id or "", str(message.id), asked
 
-    def _cached(self, key: tuple[str, str] | None, signature: Any) -> str | None:
+    def _cached(self, key: tuple[str, ...] | None, signature: Any) -> str | None:
         """The turn's context, if every fact in it is still servable: computed while the user's
         memory was as it is now, not too long ago, before any of its facts expired (expiry changes
         no signature) and, on a server, with none changed by another process since."""
@@ -248,7 +252,7 @@ class MemoryHooks:
             return None
         return found.text
 
-    def _remember_turn(self, key: tuple[str, str] | None, signature: Any,
+    def _remember_turn(self, key: tuple[str, ...] | None, signature: Any,
                        records: list[MemoryRecord], text: str) -> None:
         if key is None or signature is None:
             return
@@ -259,7 +263,7 @@ class MemoryHooks:
             while len(self._turns) > TURN_CACHE_SIZE:
                 self._turns.popitem(last=False)
 
-    def _forget_turn(self, key: tuple[str, str] | None) -> None:
+    def _forget_turn(self, key: tuple[str, ...] | None) -> None:
         if key is not None:
             with self._turns_lock:
                 self._turns.pop(key, None)
@@ -343,10 +347,13 @@ class _TurnContext:
             == [(r.id, r.version) for r in self.records]
 
 
-def _change_signature(memory: Memory, user_id: str) -> tuple[int, float | None] | None:
-    """`memory.revision(user_id)`, or None when it cannot be read, and then nothing is cached."""
+def _change_signature(memory: Memory, user_id: str) -> tuple[Any, ...] | None:
+    """`memory.revision(user_id)` and the policy in force (turning memory off, or the profile on,
+    changes no revision but must change the context at once), or None when they cannot be read,
+    and then nothing is cached."""
     try:
-        return memory.revision(user_id)
+        policy = memory.effective_policy().policy
+        return (*memory.revision(user_id), policy.mode, policy.inject)
     except Exception:
         return None
 
