@@ -197,3 +197,17 @@ def test_langgraph_hooks_drop_a_fact_another_client_invalidated_during_the_turn(
         turn += [AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "c1"}]),
                  ToolMessage("nothing found", tool_call_id="c1")]
         assert "Zebulon Road" not in memory_context(hooks.context_messages(turn, run))
+
+
+def test_writes_and_erasures_larger_than_a_servers_batch_are_split(chroma_server: int, namespace: str) -> None:
+    # Found by an attack: a server refuses writes of more than ~5,461 rows, and the audit trail's
+    # upsert was not split: remember_many of 6,000 statements acknowledged every one and stored
+    # none, and forget(user_id=) of a user that large erased nothing.
+    client = _client(chroma_server)
+    size = client.get_max_batch_size() + 100
+    with Memory(client=client, namespace=namespace, embedder=HashEmbedder()) as memory:
+        ids = memory.remember_many([f"Statement {i} about parcel {i}." for i in range(size)], user_id="alice")
+        memory.drain_writes()
+        assert len(ids) == size and len(memory.list(user_id="alice", limit=100_000)) == size
+        assert memory.forget(user_id="alice").records == size
+        assert memory.list(user_id="alice", limit=100_000) == []

@@ -305,7 +305,7 @@ class ChromaStore:
             return
         collection = self.user_collection(user_id, create=True)
         assert collection is not None
-        step = self._batch_size()
+        step = self.batch_size()
         for start in range(0, len(rows), step):
             chunk = rows[start:start + step]
             collection.upsert(
@@ -321,25 +321,30 @@ class ChromaStore:
             return
         collection = self.user_collection(user_id, create=True)
         assert collection is not None
+        step = self.batch_size()
         with_vectors = [r for r in rows if r.embedding is not None]
         without = [r for r in rows if r.embedding is None]
-        if with_vectors:
+        for start in range(0, len(with_vectors), step):
+            chunk = with_vectors[start:start + step]
             collection.upsert(
-                ids=[r.id for r in with_vectors],
-                documents=[r.document for r in with_vectors],
-                metadatas=[r.metadata for r in with_vectors],
-                embeddings=np.stack([r.embedding for r in with_vectors if r.embedding is not None]),
+                ids=[r.id for r in chunk],
+                documents=[r.document for r in chunk],
+                metadatas=[r.metadata for r in chunk],
+                embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
             )
-        if without:
+        for start in range(0, len(without), step):
             # Same text, so no document is sent (Chroma would try to re-embed it). update merges
             # metadata; keys that must disappear are passed as None by the caller.
-            collection.update(ids=[r.id for r in without], metadatas=[r.metadata for r in without])
+            chunk = without[start:start + step]
+            collection.update(ids=[r.id for r in chunk], metadatas=[r.metadata for r in chunk])
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         collection = self.user_collection(user_id, create=False)
         if collection is None or not ids:
             return
-        collection.delete(ids=list(ids))
+        step = self.batch_size()
+        for start in range(0, len(ids), step):
+            collection.delete(ids=list(ids[start:start + step]))
 
     def get(
         self,
@@ -443,7 +448,8 @@ class ChromaStore:
         collection = self.user_collection(user_id, create=False)
         return 0 if collection is None else int(collection.count())
 
-    def _batch_size(self) -> int:
+    def batch_size(self) -> int:
+        """The most rows one write may carry (a Chroma server refuses more, ~5,461 by default)."""
         # Asked once: on a server every call is a round trip.
         if self._max_batch is None:
             try:

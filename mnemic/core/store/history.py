@@ -27,18 +27,21 @@ class ChromaHistory:
         return self._store.history_collection()
 
     def add(self, entries: Sequence[dict[str, Any]]) -> None:
-        if not entries:
-            return
-        self._collection().upsert(
-            ids=[e["entry_id"] for e in entries],
-            documents=[json.dumps(e, default=str) for e in entries],
-            metadatas=[
-                {"record_id": e["record_id"], "user_id": e["user_id"], "action": e["action"],
-                 "at": float(e["at_ts"]), "version": int(e["version"])}
-                for e in entries
-            ],
-            embeddings=[_PLACEHOLDER_VECTOR] * len(entries),
-        )
+        # In writes a server accepts: one remember_many or forget of thousands of records used to
+        # fail whole on "Batch size 6000 exceeds maximum batch size 5461".
+        step = self._store.batch_size()
+        for start in range(0, len(entries), step):
+            chunk = entries[start:start + step]
+            self._collection().upsert(
+                ids=[e["entry_id"] for e in chunk],
+                documents=[json.dumps(e, default=str) for e in chunk],
+                metadatas=[
+                    {"record_id": e["record_id"], "user_id": e["user_id"], "action": e["action"],
+                     "at": float(e["at_ts"]), "version": int(e["version"])}
+                    for e in chunk
+                ],
+                embeddings=[_PLACEHOLDER_VECTOR] * len(chunk),
+            )
 
     def for_record(self, record_id: str) -> list[dict[str, Any]]:
         result = self._collection().get(where={"record_id": record_id}, include=["documents"])
@@ -65,8 +68,9 @@ class ChromaHistory:
                 for meta in result.get("metadatas") or [] if meta}
 
     def delete(self, entry_ids: Sequence[str]) -> None:
-        for start in range(0, len(entry_ids), 5000):
-            self._collection().delete(ids=list(entry_ids[start:start + 5000]))
+        step = self._store.batch_size()
+        for start in range(0, len(entry_ids), step):
+            self._collection().delete(ids=list(entry_ids[start:start + step]))
 
     def redact(self, record_ids: Sequence[str]) -> None:
         """Keep the records' entries (who did what, when) without anything the records said."""
