@@ -70,6 +70,18 @@ def test_different_facts_that_look_alike_are_both_kept(memory: Memory, a: str, b
     assert {r.text for r in memory.list(user_id="alice")} == {a, b}
 
 
+def test_a_long_memory_said_again_with_one_word_changed_is_kept_as_said(memory: Memory) -> None:
+    # One word is one of hundreds in a long memory, so the two vectors agree (found by an attack:
+    # the edit merged into the old text and was stored nowhere).
+    notes = " ".join(f"On day {i} the team reviewed budget plans and vendor schedules." for i in range(40))
+    first = memory.remember(f"{notes} Alice keeps her bicycle in the basement.", user_id="u")
+    second = memory.remember(f"{notes} Alice keeps her scooter in the basement.", user_id="u")
+    assert first is not None and second is not None and first.id != second.id
+    assert {r.text.rsplit(" ", 4)[-4] for r in memory.list(user_id="u")} == {"bicycle", "scooter"}
+    again = memory.remember(f"{notes} Alice keeps her bicycle in the basement.", user_id="u")
+    assert again is not None and again.id == first.id  # the same text is still one record
+
+
 def test_duplicates_within_one_batch_and_one_turn_merge(tmp_path: Path) -> None:
     with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto") as mem:
         mem.remember_many(["Prefers tea.", "prefers TEA", "Is a vegetarian.", "Is vegetarian."], user_id="alice")

@@ -127,6 +127,9 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
+LONG_STATEMENT_WORDS = 30
+
+
 def is_near_duplicate(new_text: str, old_text: str, cosine: float, th: Thresholds) -> bool:
     """The same statement in other words. Numbers, names and polarity must agree exactly: "Has 2
     kids" and "Has 3 kids", or "Works at Google" and "Works at Microsoft", are not duplicates."""
@@ -135,6 +138,12 @@ def is_near_duplicate(new_text: str, old_text: str, cosine: float, th: Threshold
     if negated(new_text) != negated(old_text) or has_change_marker(new_text) != has_change_marker(old_text):
         return False
     if numbers(new_text) != numbers(old_text) or proper_nouns(new_text) != proper_nouns(old_text):
+        return False
+    if max(len(new_text.split()), len(old_text.split())) > LONG_STATEMENT_WORDS:
+        # One changed word is one of hundreds in a long memory: its vector barely moves (cosine
+        # 1.00 for "likes" -> "hates" in a 16,000-character note), so an edit would merge into the
+        # old text and be lost. A long statement is a repeat only when it is the same text (the
+        # hash check before this), never by its vector.
         return False
     if cosine >= th.same_statement:
         return True
