@@ -211,3 +211,18 @@ def test_writes_and_erasures_larger_than_a_servers_batch_are_split(chroma_server
         assert len(ids) == size and len(memory.list(user_id="alice", limit=100_000)) == size
         assert memory.forget(user_id="alice").records == size
         assert memory.list(user_id="alice", limit=100_000) == []
+
+
+def test_a_user_erased_by_another_client_is_served_as_gone_not_as_an_error(chroma_server: int, namespace: str) -> None:
+    # Found by an attack: the client that had read alice kept the handle of the collection the
+    # other one dropped, and answered chromadb's NotFoundError to every call for her until restart.
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as reader, \
+            Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as operator:
+        reader.remember("Alice lives in Porto.", user_id="alice")
+        assert [m.record.text for m in reader.recall("where does alice live", user_id="alice")]
+        operator.forget(user_id="alice")
+        assert reader.recall("where does alice live", user_id="alice") == []
+        assert reader.list(user_id="alice") == []
+        record = reader.remember("Alice now lives in Braga.", user_id="alice")  # a new start for her
+        assert record is not None
+        assert [r.text for r in operator.list(user_id="alice")] == ["Alice now lives in Braga."]

@@ -22,14 +22,16 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .retry import retrying
+
+T = TypeVar("T")
 
 log = logging.getLogger("mnemic.store")
 
@@ -112,6 +114,11 @@ def namespace_slug(namespace: str) -> str:
     if safe != namespace:
         safe += "_" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:8]
     return safe
+
+
+def is_gone(exc: Exception) -> bool:
+    """Chroma's error for a collection that was dropped (NotFoundError; ValueError in old releases)."""
+    return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc)
 
 
 def _meta_name(namespace: str) -> str:
@@ -256,6 +263,22 @@ class ChromaStore:
             self._collections[name] = collection
             return collection
 
+    def _on_user(self, user_id: str, operation: Callable[[Any], T], *, create: bool, missing: T) -> T:
+        """`operation` on the user's collection, or `missing` when there is none. A cached handle
+        whose collection another process dropped meanwhile (it erased the user, or a repair rebuilt
+        the collection) is opened again once: Chroma answered NotFoundError to every later call."""
+        for attempt in (1, 2):
+            collection = self.user_collection(user_id, create=create)
+            if collection is None:
+                return missing
+            try:
+                return operation(collection)
+            except Exception as exc:
+                if attempt == 2 or not is_gone(exc):
+                    raise
+                self.forget_handle(user_id)
+        return missing
+
     def users(self) -> list[str]:
         """Every user with a collection in this namespace, from the collections' own metadata."""
         prefix = self.prefix + MEMORY_COLLECTION_INFIX
@@ -303,48 +326,55 @@ class ChromaStore:
     def add(self, user_id: str, rows: Sequence[StoredRow]) -> None:
         if not rows:
             return
-        collection = self.user_collection(user_id, create=True)
-        assert collection is not None
         step = self.batch_size()
-        for start in range(0, len(rows), step):
-            chunk = rows[start:start + step]
-            collection.upsert(
-                ids=[r.id for r in chunk],
-                documents=[r.document for r in chunk],
-                metadatas=[r.metadata for r in chunk],
-                embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
-            )
+
+        def write(collection: Any) -> None:
+            for start in range(0, len(rows), step):
+                chunk = rows[start:start + step]
+                collection.upsert(
+                    ids=[r.id for r in chunk],
+                    documents=[r.document for r in chunk],
+                    metadatas=[r.metadata for r in chunk],
+                    embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
+                )
+
+        self._on_user(user_id, write, create=True, missing=None)
 
     def replace_metadata(self, user_id: str, rows: Sequence[StoredRow]) -> None:
         """Write records' documents and metadata (and embeddings when given) in place."""
         if not rows:
             return
-        collection = self.user_collection(user_id, create=True)
-        assert collection is not None
         step = self.batch_size()
         with_vectors = [r for r in rows if r.embedding is not None]
         without = [r for r in rows if r.embedding is None]
-        for start in range(0, len(with_vectors), step):
-            chunk = with_vectors[start:start + step]
-            collection.upsert(
-                ids=[r.id for r in chunk],
-                documents=[r.document for r in chunk],
-                metadatas=[r.metadata for r in chunk],
-                embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
-            )
-        for start in range(0, len(without), step):
-            # Same text, so no document is sent (Chroma would try to re-embed it). update merges
-            # metadata; keys that must disappear are passed as None by the caller.
-            chunk = without[start:start + step]
-            collection.update(ids=[r.id for r in chunk], metadatas=[r.metadata for r in chunk])
+
+        def write(collection: Any) -> None:
+            for start in range(0, len(with_vectors), step):
+                chunk = with_vectors[start:start + step]
+                collection.upsert(
+                    ids=[r.id for r in chunk],
+                    documents=[r.document for r in chunk],
+                    metadatas=[r.metadata for r in chunk],
+                    embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
+                )
+            for start in range(0, len(without), step):
+                # Same text, so no document is sent (Chroma would try to re-embed it). update merges
+                # metadata; keys that must disappear are passed as None by the caller.
+                chunk = without[start:start + step]
+                collection.update(ids=[r.id for r in chunk], metadatas=[r.metadata for r in chunk])
+
+        self._on_user(user_id, write, create=True, missing=None)
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
-        collection = self.user_collection(user_id, create=False)
-        if collection is None or not ids:
+        if not ids:
             return
         step = self.batch_size()
-        for start in range(0, len(ids), step):
-            collection.delete(ids=list(ids[start:start + step]))
+
+        def remove(collection: Any) -> None:
+            for start in range(0, len(ids), step):
+                collection.delete(ids=list(ids[start:start + step]))
+
+        self._on_user(user_id, remove, create=False, missing=None)
 
     def get(
         self,
@@ -356,18 +386,14 @@ class ChromaStore:
         offset: int | None = None,
         embeddings: bool = False,
     ) -> list[StoredRow]:
-        collection = self.user_collection(user_id, create=False)
-        if collection is None:
-            return []
         include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
-        result = collection.get(
+        return self._on_user(user_id, lambda collection: _rows(collection.get(
             ids=list(ids) if ids is not None else None,
             where=dict(where) if where else None,
             limit=limit,
             offset=offset,
             include=include,
-        )
-        return _rows(result)
+        )), create=False, missing=[])
 
     def iterate(self, user_id: str, *, where: Mapping[str, Any] | None = None,
                 page: int = 1000) -> Iterator[StoredRow]:
@@ -401,9 +427,12 @@ class ChromaStore:
         against the store with one query, not one per fact)."""
         if not len(vectors):
             return []
-        collection = self.user_collection(user_id, create=False)
-        if collection is None:
-            return [[] for _ in vectors]
+        return self._on_user(user_id, lambda collection: self._query_groups(collection, vectors, n_results, where),
+                             create=False, missing=[[] for _ in vectors])
+
+    @staticmethod
+    def _query_groups(collection: Any, vectors: Sequence[np.ndarray], n_results: int,
+                      where: Mapping[str, Any] | None) -> list[list[StoredRow]]:
         # No count() first: Chroma answers a request for more results than it holds with what it
         # has, and the extra round trip cost recall ~4 ms.
         # Chroma reads every result row of one query in one SQL statement, one variable per row:
@@ -439,14 +468,13 @@ class ChromaStore:
         return rows[0] if rows else None
 
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
-        collection = self.user_collection(user_id, create=False)
-        if collection is None or not ids:
+        if not ids:
             return set()
-        return set(collection.get(ids=list(ids), include=[]).get("ids") or [])
+        return self._on_user(user_id, lambda c: set(c.get(ids=list(ids), include=[]).get("ids") or []),
+                             create=False, missing=set())
 
     def count(self, user_id: str) -> int:
-        collection = self.user_collection(user_id, create=False)
-        return 0 if collection is None else int(collection.count())
+        return self._on_user(user_id, lambda collection: int(collection.count()), create=False, missing=0)
 
     def batch_size(self) -> int:
         """The most rows one write may carry (a Chroma server refuses more, ~5,461 by default)."""

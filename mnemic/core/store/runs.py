@@ -17,18 +17,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .chroma import StoredRow, _rows, claim, namespace_slug
+from .chroma import StoredRow, _rows, claim, is_gone, namespace_slug
 from .retry import retrying
 
 RUNS_COLLECTION_SUFFIX = "-runs"
 _PLACEHOLDER_VECTOR = [1.0]
 _ID_BATCH = 2000
 T = TypeVar("T")
-
-
-def _is_gone(exc: Exception) -> bool:
-    """Chroma's error for a collection that was dropped (NotFoundError; ValueError in old releases)."""
-    return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc)
 
 
 class RunCollection:
@@ -84,7 +79,7 @@ class RunCollection:
             try:
                 return operation(collection)
             except Exception as exc:
-                if attempt == 2 or not _is_gone(exc):
+                if attempt == 2 or not is_gone(exc):
                     raise
                 self.reopen()
         return None
