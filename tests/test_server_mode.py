@@ -226,3 +226,45 @@ def test_a_user_erased_by_another_client_is_served_as_gone_not_as_an_error(chrom
         record = reader.remember("Alice now lives in Braga.", user_id="alice")  # a new start for her
         assert record is not None
         assert [r.text for r in operator.list(user_id="alice")] == ["Alice now lives in Braga."]
+
+
+QUEUE_THEN_WAIT = textwrap.dedent(
+    """
+    import sys, time
+    import chromadb
+    from chromadb.config import Settings
+    from mnemic import Memory, HashEmbedder
+    client = chromadb.HttpClient(host="127.0.0.1", port=int(sys.argv[1]), settings=Settings(anonymized_telemetry=False))
+    memory = Memory(client=client, namespace=sys.argv[2], embedder=HashEmbedder(), lexical_path=sys.argv[3])
+    entries = [f"Alice diary entry {i} mentions the glockenspiel." for i in range(3000)]
+    ids = memory.remember_many(entries, user_id="alice")
+    print(len(ids), flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_statements_another_process_accepted_before_an_erasure_are_never_stored(
+        chroma_server: int, namespace: str, tmp_path: Path) -> None:
+    # Found by an attack: a process killed with statements still queued replayed them from its
+    # journal on its next open, after another process had erased the user: alice came back.
+    import os
+    import signal
+    import sqlite3
+
+    journal = tmp_path / "b.sqlite3"
+    child = subprocess.Popen([sys.executable, "-c", QUEUE_THEN_WAIT, str(chroma_server), namespace, str(journal)],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "3000"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    with sqlite3.connect(journal) as connection:
+        assert connection.execute("SELECT count(*) FROM write_journal").fetchone()[0] > 0  # left queued
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as operator:
+        operator.forget(user_id="alice")
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder(),
+                lexical_path=journal) as reopened:
+        assert reopened.list(user_id="alice", limit=10_000) == []
+        later = reopened.remember_many(["Alice started a new diary."], user_id="alice")  # after the erasure: kept
+        reopened.drain_writes()
+        assert [r.id for r in reopened.list(user_id="alice")] == later

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
+from .erasures import mark_erased
 from .lexical import LexicalIndex
 from .record_writer import RecordWriter
 from .records import MemoryRecord, text_hash, utcnow
@@ -213,6 +214,10 @@ class RecordChanges:
         cats = check_categories(categories)
         cutoff = check_older_than(older_than)
         id_set = set(check_ids(ids)) if ids is not None else None
+        if owner is not None and scope is None and not cats and cutoff is None and id_set is None:
+            # Before anything is erased: another process's queue or journal must not store the
+            # user's statements it accepted before now (erasures.py).
+            mark_erased(self._store, owner)
         self._writer.drain()
         users = [owner] if owner is not None else self._store.users()
         erased = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from .erasures import accepted_before_erasure
 from .record_writer import RecordWriter
 from .records import MemoryRecord
 from .write_journal import Journaled, WriteJournal
@@ -26,6 +27,7 @@ class QueuedWrites:
     def __init__(self, journal: WriteJournal, writer: BackgroundWriter, pipeline: WritePipeline,
                  records: RecordWriter) -> None:
         self._journal = journal
+        self._store = records.store
         self._writer = writer
         self._pipeline = pipeline
         self._records = records
@@ -44,7 +46,9 @@ class QueuedWrites:
         """Run on the writer: store a batch of journaled statements, then retire their entries
         (stored or failed: a failure is reported once, not replayed forever)."""
         try:
-            self._pipeline.persist_queued([j.record for j in items], actor=items[0].actor)
+            kept = self._without_erased(items)
+            if kept:
+                self._pipeline.persist_queued([j.record for j in kept], actor=items[0].actor)
         except PartialBatchFailure as partial:
             lost = {id(r) for r in partial.items}
             raise PartialBatchFailure([j for j in items if id(j.record) in lost], partial.cause) from None
@@ -64,7 +68,25 @@ class QueuedWrites:
             for start in range(0, len(mine), MAX_BATCH_ITEMS):
                 self._replay_batch(user_id, mine[start:start + MAX_BATCH_ITEMS])
 
+    def _without_erased(self, items: list[Journaled]) -> list[Journaled]:
+        """`items` but the statements whose user another process erased after they were accepted
+        (see erasures.py): storing them would bring the user back."""
+        kept: list[Journaled] = []
+        for user_id in dict.fromkeys(j.record.user_id for j in items):
+            mine = [j for j in items if j.record.user_id == user_id]
+            dropped = accepted_before_erasure(self._store, user_id, [j.accepted_at for j in mine])
+            if any(dropped):
+                log.warning("dropping %d queued statement(s) of a user erased after they were accepted", sum(dropped))
+            kept += [j for j, gone in zip(mine, dropped, strict=True) if not gone]
+        return kept
+
     def _replay_batch(self, user_id: str, batch: list[Journaled]) -> None:
+        erased = {j.seq for j in batch} - {j.seq for j in self._without_erased(batch)}
+        if erased:
+            self._journal.done(sorted(erased))
+            batch = [j for j in batch if j.seq not in erased]
+            if not batch:
+                return
         holders = self._records.holders(user_id, [j.record.id for j in batch])
         # A statement whose record landed before the crash is not written again, but what it
         # replaces may still be live: the crash can fall between the two writes.

@@ -16,6 +16,7 @@ Erasure reaches it: `forget(user_id=...)` removes the user's entries, and the sc
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,7 +29,8 @@ CREATE TABLE IF NOT EXISTS write_journal (
     namespace TEXT NOT NULL,
     user_id TEXT NOT NULL,
     actor TEXT NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    accepted_at REAL
 );
 """
 
@@ -38,6 +40,9 @@ class Journaled:
     seq: int
     actor: str
     record: MemoryRecord
+    # When remember_many() accepted it (None in entries a journal without the column holds):
+    # an erasure of the user after this time drops it (see erasures.py).
+    accepted_at: float | None = None
 
 
 class WriteJournal:
@@ -46,6 +51,9 @@ class WriteJournal:
         self.namespace = namespace
         with database.lock:
             database.connection.executescript(_SCHEMA)
+            columns = {row[1] for row in database.connection.execute("PRAGMA table_info(write_journal)")}
+            if "accepted_at" not in columns:  # a journal an older mnemic made
+                database.connection.execute("ALTER TABLE write_journal ADD COLUMN accepted_at REAL")
 
     @property
     def durable(self) -> bool:
@@ -54,11 +62,12 @@ class WriteJournal:
     def append(self, records: Sequence[MemoryRecord], *, actor: str) -> list[Journaled]:
         with self._db.transaction(durable=True) as connection:  # acknowledged once this returns
             entries = []
+            accepted = time.time()
             for record in records:
                 cursor = connection.execute(
-                    "INSERT INTO write_journal(namespace, user_id, actor, record) VALUES (?, ?, ?, ?)",
-                    (self.namespace, record.user_id, actor, record.model_dump_json()))
-                entries.append(Journaled(int(cursor.lastrowid or 0), actor, record))
+                    "INSERT INTO write_journal(namespace, user_id, actor, record, accepted_at) VALUES (?, ?, ?, ?, ?)",
+                    (self.namespace, record.user_id, actor, record.model_dump_json(), accepted))
+                entries.append(Journaled(int(cursor.lastrowid or 0), actor, record, accepted))
         return entries
 
     def done(self, seqs: Sequence[int]) -> None:
@@ -70,10 +79,11 @@ class WriteJournal:
                 connection.execute(f"DELETE FROM write_journal WHERE seq IN ({','.join('?' * len(chunk))})", chunk)
 
     def pending(self) -> list[Journaled]:
-        rows = self._db.execute("SELECT seq, actor, record FROM write_journal WHERE namespace = ? ORDER BY seq",
-                                (self.namespace,))
-        return [Journaled(int(seq), str(actor), MemoryRecord.model_validate(json.loads(body)))
-                for seq, actor, body in rows]
+        rows = self._db.execute("SELECT seq, actor, record, accepted_at FROM write_journal WHERE namespace = ? "
+                                "ORDER BY seq", (self.namespace,))
+        return [Journaled(int(seq), str(actor), MemoryRecord.model_validate(json.loads(body)),
+                          float(accepted) if accepted is not None else None)
+                for seq, actor, body, accepted in rows]
 
     def erase_user(self, user_id: str) -> None:
         with self._db.transaction() as connection:

@@ -1,0 +1,38 @@
+"""When each user was last erased, kept where every process of a namespace reads it.
+
+`remember_many()` acknowledges a statement before it is stored: it waits in this process's queue
+and journal (`queued_writes.py`). `forget(user_id=...)` empties them in the process that runs it,
+but against a Chroma server another process may hold the user's statements in its own queue, or
+in the journal it replays on its next open, and would store them after the erasure: the user
+back, with data they asked to have erased. So an erasure is marked in the namespace's settings
+(shared through Chroma), and a statement accepted before the mark is dropped, never stored. The
+mark names the user by `owner_key` (a hash), not by id.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .store import ChromaStore, owner_key
+
+_PREFIX = "erased:"
+
+
+def mark_erased(store: ChromaStore, user_id: str) -> float:
+    """Record that `user_id` is being erased now; returns the time recorded."""
+    moment = time.time()
+    store.put_setting(_PREFIX + owner_key(user_id), moment)
+    return moment
+
+
+def erased_at(store: ChromaStore, user_id: str) -> float | None:
+    """When `user_id` was last erased (seconds since the epoch), or None."""
+    value = store.get_setting(_PREFIX + owner_key(user_id))
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def accepted_before_erasure(store: ChromaStore, user_id: str, accepted: list[float | None]) -> list[bool]:
+    """Per statement (by the time it was accepted; None for a journal entry older than this
+    record), whether an erasure of its user came after it."""
+    erased = erased_at(store, user_id)
+    return [erased is not None and when is not None and when <= erased for when in accepted]
