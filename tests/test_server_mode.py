@@ -268,3 +268,19 @@ def test_statements_another_process_accepted_before_an_erasure_are_never_stored(
         later = reopened.remember_many(["Alice started a new diary."], user_id="alice")  # after the erasure: kept
         reopened.drain_writes()
         assert [r.id for r in reopened.list(user_id="alice")] == later
+
+
+def test_another_processs_keyword_file_drops_a_user_erased_elsewhere(
+        chroma_server: int, namespace: str, tmp_path: Path) -> None:
+    # Found by an attack: the keyword index of a process with its own lexical_path kept an erased
+    # user's words for good (its checks only looked at users that still had records).
+    keywords = tmp_path / "b.sqlite3"
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder(),
+                lexical_path=keywords) as writer:
+        writer.remember("Alice's diagnosis is xyloprothrombosis.", user_id="alice")
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as operator:
+        operator.forget(user_id="alice")
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder(),
+                lexical_path=keywords):
+        pass  # opening checks the index against the store
+    assert not any(b"xyloprothrombosis" in f.read_bytes() for f in tmp_path.glob("b.sqlite3*"))

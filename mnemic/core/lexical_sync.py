@@ -13,6 +13,7 @@ import time
 from .lexical import LexicalIndex
 from .record_writer import RecordWriter
 from .store import ChromaStore
+from .store.chroma import MEMORY_COLLECTION_INFIX
 
 SERVER_SYNC_INTERVAL_S = 2.0
 
@@ -30,8 +31,24 @@ class LexicalSync:
     def repair(self, *, full: bool = False) -> int:
         """Bring every user's index entries in line with Chroma; returns how many were added,
         changed or dropped. `full` reads every record, not only those changed since the watermark
-        (after a crash, an entry can be ahead of a change that never landed)."""
-        return sum(self.sync_user(user_id, full=full) for user_id in self._store.users())
+        (after a crash, an entry can be ahead of a change that never landed). The entries of a
+        user who has no collection any more (another process erased them, against a server) are
+        dropped, and the file scrubbed of them: their words must not outlive the erasure here."""
+        users = self._store.users()
+        changed = sum(self.sync_user(user_id, full=full) for user_id in users)
+        return changed + self._drop_erased_users({self._store.collection_name(u) for u in users})
+
+    def _drop_erased_users(self, present: set[str]) -> int:
+        prefix = self._store.prefix + MEMORY_COLLECTION_INFIX
+        gone = [name for name in self._lexical.collections()
+                if name.startswith(prefix) and len(name) == len(prefix) + 32 and name not in present]
+        dropped = 0
+        for name in gone:
+            dropped += len(self._lexical.versions(name))
+            self._lexical.drop_collection(name)
+        if gone:
+            self._lexical.scrub()
+        return dropped
 
     def maybe_sync(self, user_id: str) -> None:
         """Before a read: catch up with other processes' writes, when there can be any."""
