@@ -87,3 +87,23 @@ def test_facts_queued_one_at_a_time_are_embedded_and_reconciled_in_batches(tmp_p
         assert len(records) == 41
         assert sorted(r.turn for r in records if r.turn is not None) == list(range(1, 41))
         assert memory.stats.facts_merged == 1
+
+
+def test_a_queued_statement_is_dated_when_it_is_written_not_when_it_was_accepted(tmp_path: Path) -> None:
+    # Another process's keyword index reads what changed since its newest change: a statement
+    # that waited in the queue and landed dated at its acceptance was never read by it (found by
+    # an attack on a Chroma server: recall there never matched the statement's words).
+    from mnemic.core.records import utcnow
+
+    embedder = GatedEmbedder()
+    with Memory(tmp_path / "m", embedder=embedder) as memory:
+        memory.remember_many(["Alice lives in Paris."], user_id="alice")
+        assert embedder.first_call.wait(timeout=30)
+        (waiting,) = memory.remember_many(["Alice adopted a pterodactylium named Gus."], user_id="alice")
+        accepted = utcnow()
+        threading.Event().wait(0.3)
+        released = utcnow()
+        embedder.gate.set()
+        memory.drain_writes()
+        stored = memory.get(waiting)
+        assert stored.created_at <= accepted < released <= stored.updated_at

@@ -99,6 +99,11 @@ class WritePipeline:
         if not records:
             return []
         user_id = records[0].user_id
+        # Stamped as written, not as accepted: another process's keyword index catches up by
+        # reading what changed since its newest change (lexical_sync.py), and a statement that
+        # waited in a queue would otherwise land "in the past" and never be read by it.
+        written = utcnow()
+        records = [r if r.updated_at >= written else r.model_copy(update={"updated_at": written}) for r in records]
         with self._records.lock:
             vectors = self._embedder().embed([r.text for r in records])
             pools = self.similar_many(user_id, list(vectors), kind=records[0].kind)
