@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.retention import owner_of
-from ..core.store.chroma import owner_key
+from ..core.store.naming import owner_key
 from . import crewai_db, crewai_files
 from .owners import stamped_user, tail_of
 

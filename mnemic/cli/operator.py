@@ -24,7 +24,8 @@ from rich.table import Table
 
 from mnemic.core.lock import acquire_store_lock
 from mnemic.core.memory import Memory
-from mnemic.core.store.chroma import has_namespace, make_persistent_client, namespaces
+from mnemic.core.store.chroma import make_persistent_client
+from mnemic.core.store.naming import has_namespace, namespaces
 
 _out = Console(highlight=False, emoji=False)
 _err = Console(stderr=True, highlight=False, emoji=False)

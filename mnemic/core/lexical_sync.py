@@ -13,7 +13,7 @@ import time
 from .lexical import LexicalIndex
 from .record_writer import RecordWriter
 from .store import ChromaStore
-from .store.chroma import MEMORY_COLLECTION_INFIX
+from .store.naming import MEMORY_COLLECTION_INFIX
 
 SERVER_SYNC_INTERVAL_S = 2.0
 

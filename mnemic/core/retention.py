@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .durable import connect_sqlite, remove_durably, scrub_sqlite, transaction, write_atomic
-from .store.chroma import owner_key
+from .store.naming import owner_key
 
 log = logging.getLogger("mnemic")
 

@@ -1,17 +1,10 @@
 """The only package that talks to chromadb. `chroma` holds memory records, history and settings;
-`knowledge` the shared knowledge; `runs` what runs of agent teams produced."""
+`knowledge` the shared knowledge; `runs` what runs of agent teams produced; `naming` how all of
+them are named, and whose each collection is."""
 
-from .chroma import (
-    MEMORY_COLLECTION_INFIX,
-    ChromaStore,
-    EmbedderMismatchError,
-    NamespaceCollisionError,
-    StoredRow,
-    make_persistent_client,
-    namespace_slug,
-    owner_key,
-)
+from .chroma import ChromaStore, EmbedderMismatchError, StoredRow, make_persistent_client
 from .knowledge import KNOWLEDGE_COLLECTION_SUFFIX, KnowledgeCollection
+from .naming import MEMORY_COLLECTION_INFIX, NamespaceCollisionError, namespace_slug, owner_key
 from .runs import RUNS_COLLECTION_SUFFIX, RunCollection
 
 __all__ = [

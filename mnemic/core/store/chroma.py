@@ -17,10 +17,8 @@ to download its default model.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +27,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .naming import (
+    MEMORY_COLLECTION_INFIX,
+    again_if_dropped,
+    claim,
+    namespace_slug,
+    owner_key,
+)
 from .retry import retrying
 
 T = TypeVar("T")
@@ -36,8 +41,6 @@ T = TypeVar("T")
 log = logging.getLogger("mnemic.store")
 
 _PLACEHOLDER_VECTOR = [1.0]
-_NAME_SAFE = re.compile(r"[^a-zA-Z0-9_-]+")
-MEMORY_COLLECTION_INFIX = "-m-"
 # Result rows one query may ask of Chroma (see query_many): well under SQLite's variable limit.
 MAX_RESULT_ROWS_PER_QUERY = 16_000
 # Chroma keeps every write in its sqlite log until the collection's HNSW index is saved, which by
@@ -79,83 +82,11 @@ class EmbedderMismatchError(ValueError):
     """A namespace was built with one embedder and opened with another."""
 
 
-class NamespaceCollisionError(ValueError):
-    """A namespace's collection names are already taken by another namespace of the database."""
-
-
-def claim(collection: Any, namespace: str) -> Any:
-    """`collection`, after checking that it belongs to `namespace`.
-
-    Collection names carry a slug of the namespace, and two namespaces can share a slug ("tenant a"
-    and "tenant_a_<its hash>", or any two whose 32-bit hash suffixes meet): without this check the
-    second would read and erase the first one's records. Every collection records the namespace it
-    was made for; one made for another namespace is refused, never served. Collections from before
-    the bookkeeping ones recorded theirs carry none and are accepted.
-    """
-    owner = (getattr(collection, "metadata", None) or {}).get("namespace")
-    if owner is not None and owner != namespace:
-        raise NamespaceCollisionError(
-            f"namespace {namespace!r} cannot be used in this database: its collection "
-            f"{getattr(collection, 'name', '?')!r} belongs to another namespace whose name maps to the same "
-            f"storage name. Nothing was read or changed; give this namespace another name.")
-    return collection
-
-
 def make_persistent_client(path: Path) -> Any:
     import chromadb
     from chromadb.config import Settings
 
     return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-
-
-def namespace_slug(namespace: str) -> str:
-    """A collection-name-safe form of a namespace, unique even when the raw name is not safe."""
-    safe = _NAME_SAFE.sub("_", namespace)[:40].strip("_-") or "ns"
-    if safe != namespace:
-        safe += "_" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:8]
-    return safe
-
-
-def is_gone(exc: Exception) -> bool:
-    """Chroma's error for a collection that was dropped (NotFoundError; ValueError in old releases)."""
-    return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc)
-
-
-def _meta_name(namespace: str) -> str:
-    return f"mnemic-{namespace_slug(namespace)}-meta"
-
-
-def has_namespace(client: Any, namespace: str) -> bool:
-    """Whether the database holds `namespace` (every opened namespace has its settings
-    collection), asked without creating anything, unlike opening a Memory on it."""
-    try:
-        meta = client.get_collection(_meta_name(namespace), embedding_function=None)
-    except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
-        return False
-    owner = (getattr(meta, "metadata", None) or {}).get("namespace")
-    return owner is None or owner == namespace
-
-
-def namespaces(client: Any) -> list[str]:
-    """The namespaces the database holds, sorted, read from their settings collections (a
-    namespace from before these recorded their name shows as its storage name)."""
-    found = set()
-    for collection in client.list_collections():
-        name = collection if isinstance(collection, str) else collection.name
-        if not (name.startswith("mnemic-") and name.endswith("-meta")):
-            continue
-        handle = collection if not isinstance(collection, str) else client.get_collection(
-            name, embedding_function=None)
-        metadata = getattr(handle, "metadata", None) or {}
-        if metadata.get("mnemic", "meta") != "meta":
-            continue
-        owner = metadata.get("namespace")
-        found.add(owner if isinstance(owner, str) else name[len("mnemic-"):-len("-meta")])
-    return sorted(found)
-
-
-def owner_key(user_id: str) -> str:
-    return hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -165,6 +96,18 @@ class StoredRow:
     metadata: dict[str, Any]
     embedding: np.ndarray | None = None
     distance: float | None = None
+
+
+def _upsert(collection: Any, rows: Sequence[StoredRow], step: int) -> None:
+    """Rows with their vectors, in writes of at most `step` (a server refuses larger ones)."""
+    for start in range(0, len(rows), step):
+        chunk = rows[start:start + step]
+        collection.upsert(
+            ids=[r.id for r in chunk],
+            documents=[r.document for r in chunk],
+            metadatas=[r.metadata for r in chunk],
+            embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
+        )
 
 
 def _rows(result: Mapping[str, Any], *, query: int | None = None) -> list[StoredRow]:
@@ -264,20 +207,10 @@ class ChromaStore:
             return collection
 
     def _on_user(self, user_id: str, operation: Callable[[Any], T], *, create: bool, missing: T) -> T:
-        """`operation` on the user's collection, or `missing` when there is none. A cached handle
-        whose collection another process dropped meanwhile (it erased the user, or a repair rebuilt
-        the collection) is opened again once: Chroma answered NotFoundError to every later call."""
-        for attempt in (1, 2):
-            collection = self.user_collection(user_id, create=create)
-            if collection is None:
-                return missing
-            try:
-                return operation(collection)
-            except Exception as exc:
-                if attempt == 2 or not is_gone(exc):
-                    raise
-                self.forget_handle(user_id)
-        return missing
+        """`operation` on the user's collection, or `missing` when there is none (see
+        `naming.again_if_dropped`: another process may have dropped it)."""
+        return again_if_dropped(lambda: self.user_collection(user_id, create=create), operation,
+                                lambda: self.forget_handle(user_id), missing)
 
     def users(self) -> list[str]:
         """Every user with a collection in this namespace, from the collections' own metadata."""
@@ -328,17 +261,7 @@ class ChromaStore:
             return
         step = self.batch_size()
 
-        def write(collection: Any) -> None:
-            for start in range(0, len(rows), step):
-                chunk = rows[start:start + step]
-                collection.upsert(
-                    ids=[r.id for r in chunk],
-                    documents=[r.document for r in chunk],
-                    metadatas=[r.metadata for r in chunk],
-                    embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
-                )
-
-        self._on_user(user_id, write, create=True, missing=None)
+        self._on_user(user_id, lambda collection: _upsert(collection, rows, step), create=True, missing=None)
 
     def replace_metadata(self, user_id: str, rows: Sequence[StoredRow]) -> None:
         """Write records' documents and metadata (and embeddings when given) in place."""
@@ -349,14 +272,7 @@ class ChromaStore:
         without = [r for r in rows if r.embedding is None]
 
         def write(collection: Any) -> None:
-            for start in range(0, len(with_vectors), step):
-                chunk = with_vectors[start:start + step]
-                collection.upsert(
-                    ids=[r.id for r in chunk],
-                    documents=[r.document for r in chunk],
-                    metadatas=[r.metadata for r in chunk],
-                    embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
-                )
+            _upsert(collection, with_vectors, step)
             for start in range(0, len(without), step):
                 # Same text, so no document is sent (Chroma would try to re-embed it). update merges
                 # metadata; keys that must disappear are passed as None by the caller.

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .chroma import StoredRow, _rows, claim, namespace_slug
+from .chroma import StoredRow, _rows
+from .naming import claim, namespace_slug
 from .retry import retrying
 
 log = logging.getLogger("mnemic")

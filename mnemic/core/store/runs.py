@@ -17,7 +17,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .chroma import StoredRow, _rows, claim, is_gone, namespace_slug
+from .chroma import StoredRow, _rows
+from .naming import again_if_dropped, claim, namespace_slug
 from .retry import retrying
 
 RUNS_COLLECTION_SUFFIX = "-runs"
@@ -69,20 +70,9 @@ class RunCollection:
             self._collection = None
 
     def _with(self, create: bool, operation: Callable[[Any], T]) -> T | None:
-        """`operation` on the collection (None when there is none and `create` is false). A handle
-        whose collection was rebuilt meanwhile (an erasure's scrub, by this process or another
-        Memory on the same path) is opened again once."""
-        for attempt in (1, 2):
-            collection = self._handle(create=create)
-            if collection is None:
-                return None
-            try:
-                return operation(collection)
-            except Exception as exc:
-                if attempt == 2 or not is_gone(exc):
-                    raise
-                self.reopen()
-        return None
+        """`operation` on the collection (None when there is none and `create` is false); one an
+        erasure's scrub rebuilt meanwhile is opened again once (`naming.again_if_dropped`)."""
+        return again_if_dropped(lambda: self._handle(create=create), operation, self.reopen, None)
 
     def upsert(self, rows: Sequence[StoredRow]) -> None:
         """Write rows in one call, so a run's header and the step it counts land together."""
