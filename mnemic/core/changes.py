@@ -129,7 +129,7 @@ class RecordChanges:
         # The scope as given: normalising it drops the empty segment of a "scheme://" URL.
         screened = {name: scope if name == "scope" else changes[name]
                     for name in ("text", "scope", "categories", "source", "metadata") if name in changes}
-        self._refuse_secrets("this update()", **screened, actor=actor, reason=reason)
+        self._refuse_secrets("this update()", **screened, reason=reason)
         self._writer.drain()  # the lock order: drain first, then lock
         with self._records.lock:
             before = self._reader.current(record_id)
@@ -144,7 +144,7 @@ class RecordChanges:
         actor = check_name(actor, name="actor")
         if replaced_by is not None:
             (replaced_by,) = check_ids([replaced_by])
-        self._refuse_secrets("this invalidate()", reason=reason_text, actor=actor)
+        self._refuse_secrets("this invalidate()", reason=reason_text)
         self._writer.drain()
         with self._records.lock:
             before = self._reader.current(record_id)
@@ -163,7 +163,6 @@ class RecordChanges:
         """Make a pending record valid; `then` is called with it once it is (not for a record that
         was valid already: confirming it again changes nothing)."""
         actor = check_name(actor, name="actor")
-        self._refuse_secrets("this confirm()", actor=actor)
         self._writer.drain()
         with self._records.lock:
             before = self._reader.current(record_id)
@@ -181,7 +180,7 @@ class RecordChanges:
     def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:
         actor = check_name(actor, name="actor")
         reason = check_reason(reason)
-        self._refuse_secrets("this delete()", actor=actor, reason=reason)
+        self._refuse_secrets("this delete()", reason=reason)
         self._writer.drain()
         with self._records.lock:
             record = self._reader.current(record_id)

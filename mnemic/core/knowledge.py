@@ -142,7 +142,7 @@ class KnowledgeStore:
         origin = check_source(source)
         actor = check_actor(added_by)
         callback = check_progress(progress)
-        self._refuse_secrets("this knowledge.add()", source=origin, added_by=actor)
+        self._refuse_secrets("this knowledge.add()", source=origin)
         if verbatim:
             clean = check_text(text, max_chars=self._max_text_chars)
             pieces: list[tuple[Passage, ChunkKind]] = [(Passage(clean, 0, len(clean)), "verbatim")]
@@ -173,7 +173,7 @@ class KnowledgeStore:
         origin = check_source(source) or str(path)
         actor = check_actor(added_by)
         callback = check_progress(progress)
-        self._refuse_secrets("this knowledge.add_file()", source=origin, added_by=actor)
+        self._refuse_secrets("this knowledge.add_file()", source=origin)
         passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
         return self._ingest([(origin, [(p, "passage") for p in passages])], actor=actor, progress=callback)
 
@@ -191,7 +191,6 @@ class KnowledgeStore:
             paths = [paths]
         actor = check_actor(added_by)
         callback = check_progress(progress)
-        self._refuse_secrets("this knowledge.add_files()", added_by=actor)
         files: list[Path] = []
         for item in paths:
             target = check_path(item)
@@ -405,7 +404,6 @@ class KnowledgeStore:
                 "call clear(confirm=True) to do it"
             )
         who = check_actor(actor)
-        self._refuse_secrets("this knowledge.clear()", actor=who)
         with self._lock:
             chunks = [from_row(r) for r in self._collection.iterate()]
             self._collection.set_generation(new_generation())
