@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .records import MemoryRecord, one_line
 from .safety import SecretRefusedError, secret_fields
-from .validation import MAX_TTL_SECONDS
+from .validation import MAX_TTL_SECONDS, model_from_fields
 
 log = logging.getLogger("mnemic.policy")
 
@@ -148,19 +148,7 @@ def coerce_policy(value: Any, *, name: str = "policy") -> MemoryPolicy:
 
 
 def build_policy(fields: dict[str, Any], *, name: str = "policy") -> MemoryPolicy:
-    unknown = sorted(set(fields) - set(MemoryPolicy.model_fields))
-    if unknown:
-        raise ValueError(
-            f"{name} has unknown field(s) {', '.join(unknown)}; the fields are "
-            f"{', '.join(MemoryPolicy.model_fields)}"
-        )
-    try:
-        return MemoryPolicy.model_validate(fields)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or name}: {err['msg']}" for err in exc.errors()
-        )
-        raise ValueError(f"bad {name}: {problems}") from None
+    return model_from_fields(MemoryPolicy, fields, name=name)
 
 
 def refuse_secrets(policy: MemoryPolicy) -> MemoryPolicy:

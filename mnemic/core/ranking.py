@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from .links import Link
 from .records import ScoreBreakdown
+from .validation import model_from_fields
 
 
 class RecallWeights(BaseModel):
@@ -94,15 +95,7 @@ def check_weights(value: Any) -> RecallWeights:
     if not isinstance(value, Mapping):
         raise TypeError(f"weights must be a RecallWeights (or a dict of its fields), got {type(value).__name__} "
                         f"{value!r:.60}; e.g. weights=RecallWeights(recency=0.1), or leave it out for the defaults")
-    unknown = sorted(str(key) for key in value if key not in RecallWeights.model_fields)
-    if unknown:
-        raise ValueError(f"weights has unknown field(s) {', '.join(unknown)}; the fields are "
-                         f"{', '.join(RecallWeights.model_fields)}")
-    try:
-        return RecallWeights.model_validate(dict(value))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
-        raise ValueError(f"bad weights: {problems}") from None
+    return model_from_fields(RecallWeights, value, name="weights")
 
 
 class Rankable(Protocol):

@@ -26,7 +26,9 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from .identity import InternalUserId, reserved_prefix
 from .records import as_utc
@@ -258,6 +260,23 @@ def check_ttl(ttl_seconds: Any) -> float | None:
             f"ttl_seconds must be 0 (never expires) or a positive number of seconds up to "
             f"{MAX_TTL_SECONDS:.0f} (100 years), got {ttl_seconds}")
     return float(ttl_seconds) or None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def model_from_fields(model: type[M], fields: Mapping[str, Any], *, name: str) -> M:
+    """`model` built from a caller's dict of its fields, failing in the caller's words: unknown
+    fields listed beside the fields there are, each invalid one with pydantic's reason."""
+    unknown = sorted(str(key) for key in fields if key not in model.model_fields)
+    if unknown:
+        raise ValueError(f"{name} has unknown field(s) {', '.join(unknown)}; the fields are "
+                         f"{', '.join(model.model_fields)}")
+    try:
+        return model.model_validate(dict(fields))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or name}: {err['msg']}" for err in exc.errors())
+        raise ValueError(f"bad {name}: {problems}") from None
 
 
 def check_max_text_chars(value: Any) -> int:
