@@ -4,8 +4,10 @@ facts wait for confirmation, expired facts are never served, on every read path.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scripted_llm import ScriptedLLM, existing_aliases, fact, facts_json
@@ -414,3 +416,50 @@ def test_the_llm_never_sees_or_retires_records_of_another_kind(tmp_path: Path) -
         assert mem.stats.llm_calls["reconcile"] == 0  # no related fact of the same kind: nothing to ask
         assert mem.get(note.id).state == "valid" and mem.get(lesson.id).state == "valid"
         assert not any("Austin" in prompt for prompt in llm.prompts)
+
+
+def _boat_model(seen: list[str]) -> Any:
+    """A model that retires every boat fact it is shown, in either call (extraction or reconcile)."""
+
+    def answer(messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
+        prompt = messages[-1]["content"]
+        seen.append(prompt)
+        shown = [int(alias) for alias, text in re.findall(r"^\[(\d+)\] (.+)$", prompt, re.M) if "boat" in text]
+        if "decisions" in schema["properties"]:
+            return json.dumps({"decisions": [{"fact": 1, "decision": "invalidate", "targets": shown,
+                                              "reason": "sold it"}]})
+        return facts_json(fact("Sold the boat.", decision="invalidate", targets=shown, reason="sold it"))
+
+    return answer
+
+
+@pytest.mark.parametrize("path", ["observe", "scoped view"])
+def test_a_model_reconciles_within_the_new_facts_scope_only(tmp_path: Path, path: str) -> None:
+    # The rules compare within a scope; with an LLM the extraction prompt showed the user's facts
+    # of every scope, and the model's decision retired a /trips fact from a turn in /work, even
+    # through a view confined to /work (which may not invalidate it directly).
+    seen: list[str] = []
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto", llm=_boat_model(seen)) as mem:
+        mem.remember("Has a boat.", user_id="bob", scope="/trips")
+        if path == "observe":
+            mem.observe([{"role": "user", "content": "I sold the boat."}], user_id="bob", scope="/work")
+            mem.drain_writes()
+        else:
+            mem.scope("/work").remember("Sold the boat.", user_id="bob")
+        assert not any("Has a boat." in prompt for prompt in seen)
+        (kept,) = [r for r in mem.list(user_id="bob", include_invalid=True) if r.text == "Has a boat."]
+        assert kept.state == "valid"
+        assert [m.record.text for m in mem.recall("boat", user_id="bob", scope="/trips")] == ["Has a boat."]
+        assert any(r.text == "Sold the boat." and r.scope == "/work" for r in mem.list(user_id="bob"))
+
+
+def test_a_model_naming_a_fact_of_another_scope_retires_nothing(tmp_path: Path) -> None:
+    # The model is shown /work's facts only; an answer that names a fact by another route (here: a
+    # model whose alias points at /trips because the same text lives in both) changes only /work.
+    seen: list[str] = []
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto", llm=_boat_model(seen)) as mem:
+        mem.remember("Has a boat.", user_id="bob", scope="/trips")
+        mem.remember("Has a boat.", user_id="bob", scope="/work")
+        mem.remember("Sold the boat.", user_id="bob", scope="/work")
+        states = {(r.scope, r.state) for r in mem.list(user_id="bob", include_invalid=True) if r.text == "Has a boat."}
+        assert states == {("/trips", "valid"), ("/work", "invalid")}

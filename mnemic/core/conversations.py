@@ -196,7 +196,7 @@ class Conversations:
         borrowed = own is None and agent_llm is not None
         llm = own if own is not None else agent_llm
         if llm is not None:
-            existing, aliases = self._existing_for_prompt(owner, clean)
+            existing, aliases = self._existing_for_prompt(owner, clean, scope=scope)
             failures: list[BaseException] = []
 
             def failed(exc: BaseException) -> None:
@@ -282,9 +282,11 @@ class Conversations:
         self._explained.add(key)
         log.warning("%s. Said once.", message)
 
-    def _existing_for_prompt(self, owner: str, messages: list[Message]
+    def _existing_for_prompt(self, owner: str, messages: list[Message], *, scope: str
                              ) -> tuple[list[tuple[int, str]], dict[int, str]]:
-        """The user's facts nearest to the turn, under small aliases (the model never sees ids)."""
+        """The user's facts in the turn's scope nearest to the turn, under small aliases (the model
+        never sees ids). Other scopes are never shown: a fact is reconciled within its scope only,
+        and a view confined to one scope must not put another scope's facts in front of a model."""
         total = self._store.count(owner)
         if total == 0:
             return [], {}
@@ -294,13 +296,13 @@ class Conversations:
             now = utcnow()
             chosen = sorted((r for r in map(self._records.decode, self._store.get(owner))
                              if r.user_id == owner and r.state != "invalid" and not r.is_expired(now)
-                             and r.kind == "fact"),
+                             and r.kind == "fact" and r.scope == scope),
                             key=lambda r: r.created_at)
         else:
             texts = [m.content[:1000] for m in messages if m.role != "system"][-6:]
             best: dict[str, tuple[float, MemoryRecord]] = {}
             for vector in self._embedder().embed(texts):
-                for similar in self._pipeline.similar(owner, vector, kind="fact", k=8):
+                for similar in self._pipeline.similar(owner, vector, kind="fact", k=8, scope=scope):
                     known = best.get(similar.record.id)
                     if known is None or similar.cosine > known[0]:
                         best[similar.record.id] = (similar.cosine, similar.record)

@@ -207,14 +207,16 @@ class WritePipeline:
             return decision, []
         if record.state != "valid" and decision.action in ("update", "invalidate"):
             return INSERT, []  # an unconfirmed fact (tool result, document) never retires a known one
-        known = {s.record.id: s.record for s in candidates}
+        # Whoever decided, a decision only ever touches the user's live records in the new one's
+        # scope: the rules compare within a scope, and a model's targets are held to the same.
+        known = {s.record.id: s.record for s in candidates if s.record.scope == record.scope}
         missing = [t for t in decision.targets if t not in known]
         if missing:
             # The model may name a fact it was shown that is not among this fact's nearest ones.
             for stored in self._records.read(record.user_id, missing):
                 fetched = changed.get(stored.id) or stored
                 if fetched.user_id == record.user_id and fetched.state != "invalid" \
-                        and not fetched.is_expired():
+                        and not fetched.is_expired() and fetched.scope == record.scope:
                     known[fetched.id] = fetched
         targets = [known[t] for t in decision.targets if t in known]
         if not targets:
@@ -294,15 +296,16 @@ class WritePipeline:
             return self._retire(current, new, reason=reason, actor=actor, retry=False)
         return after
 
-    def similar(self, user_id: str, vector: np.ndarray, *, kind: str, k: int = 12) -> list[Similar]:
-        return self.similar_many(user_id, [vector], kind=kind, k=k)[0]
+    def similar(self, user_id: str, vector: np.ndarray, *, kind: str, k: int = 12,
+                scope: str | None = None) -> list[Similar]:
+        return self.similar_many(user_id, [vector], kind=kind, k=k, scope=scope)[0]
 
-    def similar_many(self, user_id: str, vectors: Sequence[np.ndarray], *, kind: str, k: int = 12
-                      ) -> list[list[Similar]]:
+    def similar_many(self, user_id: str, vectors: Sequence[np.ndarray], *, kind: str, k: int = 12,
+                     scope: str | None = None) -> list[list[Similar]]:
         """Per vector, the user's nearest live records of one kind (a conversation fact must never
-        merge into, or retire, a lesson or a LangGraph store item). No `where` filter: Chroma
-        evaluates one against every record in the database, so state, kind and expiry are checked
-        here. One store query for all the vectors."""
+        merge into, or retire, a lesson or a LangGraph store item), and of one scope when given.
+        No `where` filter: Chroma evaluates one against every record in the database, so state,
+        kind, scope and expiry are checked here. One store query for all the vectors."""
         now = utcnow()
         pools = []
         for rows in self._records.store.query_many(user_id, vectors, n_results=k * 2):
@@ -310,7 +313,7 @@ class WritePipeline:
             for row in rows:
                 record = self._records.decode(row)
                 if (record.user_id != user_id or record.state == "invalid" or record.is_expired(now)
-                        or record.kind != kind):
+                        or record.kind != kind or (scope is not None and record.scope != scope)):
                     continue
                 found.append(Similar(record, 1.0 - float(row.distance or 0.0)))
                 if len(found) >= k:
@@ -329,8 +332,9 @@ class WritePipeline:
             existing: list[tuple[int, str]] = []
             for record, pool in zip(chunk, pools[start:start + 20], strict=True):
                 for similar in sorted(pool, key=lambda s: -s.cosine):
-                    if similar.cosine < self._thresholds.related or similar.record.hash == record.hash:
-                        continue
+                    if (similar.cosine < self._thresholds.related or similar.record.hash == record.hash
+                            or similar.record.scope != record.scope):
+                        continue  # a fact is reconciled within its scope only, by the model as by the rules
                     if similar.record.id not in alias_of and len(existing) < 30:
                         alias_of[similar.record.id] = len(existing) + 1
                         existing.append((len(existing) + 1, similar.record.text))
