@@ -46,7 +46,7 @@ from langgraph.types import Command, interrupt
 
 from mnemic import LessonPlace, LessonStore, Memory
 from mnemic.core.embeddings import HashEmbedder
-from mnemic.flows import human_feedback
+from mnemic.flows import human_feedback, unfenced
 
 TOPICS = ["databases", "caching", "pricing", "onboarding", "security", "billing", "search", "mobile"]
 LESSONS = [
@@ -75,7 +75,7 @@ class InstantModel:
         self.calls += 1
         prompt = messages[-1]["content"]
         if "applied" in schema["properties"]:
-            output = prompt.split("Output:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
+            output = dict(unfenced(prompt))["output"]
             return {"output": output + " Sources: internal survey.", "applied": [1]}
         return {"lessons": ["Cite a source for every claim you make."], "rejected": False}
 

@@ -34,6 +34,7 @@ from typing import Any
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.extraction import deterministic_extract, normalise_messages
+from mnemic.core.fences import unfenced
 
 CITIES = ["Austin", "Denver", "Lisbon", "Osaka", "Berlin", "Toronto", "Nairobi", "Lima", "Oslo", "Perth"]
 THINGS = ["bullet points", "short answers", "tea", "jazz", "hiking", "chess", "sushi", "sci-fi novels"]
@@ -69,8 +70,8 @@ class ScriptedModel:
             self.calls += 1
         time.sleep(self.delay_s)
         conversation = messages[-1]["content"].split("Conversation turn:\n", 1)[-1]
-        turn = [{"role": line.split(":", 1)[0], "content": line.split(":", 1)[1]}
-                for line in conversation.splitlines() if line.startswith(("user:", "assistant:"))]
+        turn = [{"role": role, "content": text} for role, text in unfenced(conversation)
+                if role in ("user", "assistant")]
         facts = [{"text": f.text, "topic": f.topic, "author": f.author, "from_tool": False,
                   "decision": "insert", "targets": [], "reason": "new"}
                  for f in deterministic_extract(normalise_messages(turn))]

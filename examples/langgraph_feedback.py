@@ -28,7 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 from mnemic import LessonPlace, LessonStore, Memory
-from mnemic.flows import human_feedback, rule_lessons
+from mnemic.flows import human_feedback, rule_lessons, unfenced
 
 SUPPORT_LINE = "Questions? support@example.com"
 
@@ -38,7 +38,7 @@ def offline_model(messages: list[dict[str, str]], schema: dict[str, Any]) -> dic
     prompt = messages[-1]["content"]
     if "applied" in schema["properties"]:  # pre-review: revise the output against the lessons
         lessons = [line for line in prompt.split("\n\nOutput:")[0].splitlines() if line.startswith("[")]
-        output = prompt.split("Output:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
+        output = dict(unfenced(prompt))["output"]
         applied = []
         for line in lessons:
             number, text = line[1:].split("] ", 1)
@@ -46,7 +46,7 @@ def offline_model(messages: list[dict[str, str]], schema: dict[str, Any]) -> dic
                 output += f"\n{SUPPORT_LINE}"
                 applied.append(int(number))
         return {"output": output, "applied": applied}
-    feedback = prompt.split("Feedback:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
+    feedback = dict(unfenced(prompt))["feedback"]
     return {"lessons": rule_lessons(feedback), "rejected": feedback.lower().startswith("no")}
 
 

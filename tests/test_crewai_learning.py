@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
+from mnemic.core.fences import unfenced
 from mnemic.integrations.crewai import CrewMemory
 from mnemic.integrations.crewai.kickoff_guard import BUSY
 from mnemic.tools.core import CONTEXT_NOTE
@@ -53,7 +54,7 @@ def crew_for(memory: CrewMemory, llm: ScriptedLLM, *descriptions: str) -> Crew:
 
 def echo_result_as_fact(prompt: str) -> str:
     """A crew LLM doing mnemic's extraction: each sentence of the agent's result, as the agent's fact."""
-    result = prompt.split("agent's result: ", 1)[1].split("\n")[0] if "agent's result: " in prompt else ""
+    result = " ".join(text for speaker, text in unfenced(prompt) if speaker == "agent's result")
     sentences = [s for s in re.split(r"(?<=\.)\s+", result) if s.strip()]
     return json.dumps({"facts": [{"text": s, "topic": "key_details", "author": "agent", "from_tool": False,
                                   "decision": "insert", "targets": [], "reason": "stated in the result"}

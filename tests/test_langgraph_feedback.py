@@ -28,7 +28,7 @@ from mnemic import Memory
 from mnemic.checkpoints import JsonCheckpointSaver, SqliteCheckpointSaver
 from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.lessons import LessonPlace, LessonStore
-from mnemic.flows import human_feedback, review_node
+from mnemic.flows import human_feedback, review_node, unfenced
 from mnemic.flows.feedback import PREREVIEW_SCHEMA
 from mnemic.integrations.langgraph import IdentityError
 
@@ -64,14 +64,14 @@ class ReviewModel:
         user = messages[-1]["content"]
         if schema is PREREVIEW_SCHEMA:
             numbered = re.findall(r"^\[(\d+)\] (.+)$", user.split("\n\nOutput:", 1)[0], re.M)
-            output = user.split("Output:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
+            output = dict(unfenced(user))["output"]
             self.prereviews.append((output, [text for _, text in numbered]))
             if self.fail:
                 raise ConnectionError("provider down")
             chosen = [(int(n), text) for n, text in numbered if self.apply(text)]
             revised = output + "".join(f" [{text}]" for _, text in chosen)
             return json.dumps({"output": revised, "applied": [n for n, _ in chosen]})
-        feedback = user.split("Feedback:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
+        feedback = dict(unfenced(user))["feedback"]
         self.distils.append(feedback)
         if self.fail:
             raise ConnectionError("provider down")

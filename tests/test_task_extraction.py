@@ -14,6 +14,7 @@ from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
 from mnemic.core.extraction import Message, task_extract
 from mnemic.core.extraction.llm_prompt import llm_extract
+from mnemic.core.fences import unfenced
 from mnemic.core.policy import MemoryPolicy
 
 RECORD = "Record the customer's logistics details from this message: {message}"
@@ -91,8 +92,9 @@ def test_the_llm_sees_the_task_apart_and_cannot_store_it_or_a_question() -> None
                         on_failure=lambda exc: None, task=RECORD, attempts=1)
     assert [(f.author, f.text) for f in found or []] == [("agent", "The customer's warehouse is in Rotterdam.")]
     (messages, schema), = llm.calls
-    assert "Task given to the agent (an instruction, not a fact):\n" + RECORD in messages[1]["content"]
-    assert "agent's result: The customer's warehouse" in messages[1]["content"]
+    assert "Task given to the agent (an instruction, not a fact):\n<<<task " in messages[1]["content"]
+    assert unfenced(messages[1]["content"]) == [("task", RECORD), ("input", "Our warehouse is in Rotterdam."),
+                                                ("agent's result", "The customer's warehouse is in Rotterdam.")]
     assert schema["properties"]["facts"]["items"]["properties"]["author"]["enum"] == ["user", "agent"]
 
 

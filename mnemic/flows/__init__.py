@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.fences import unfenced
 from ..core.lessons import Lesson, LessonPlace, LessonStore
 from .feedback import AnswerError, ReviewAnswer, distil, read_answer, revise, rule_lessons, verdict_of
 
@@ -41,5 +42,6 @@ __all__ = [
     "review_node",
     "revise",
     "rule_lessons",
+    "unfenced",
     "verdict_of",
 ]

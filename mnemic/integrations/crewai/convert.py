@@ -66,10 +66,14 @@ class CrewMemoryMatch(MemoryMatch):
 
 
 def to_crewai_matches(matches: Sequence[CoreMatch], *, note: str | None) -> list[MemoryMatch]:
+    """Recalled matches, each record's content on one line: a recall's content goes into prompts,
+    and not every caller goes through `format()` (CrewAI's LiteAgent writes `- {content}` into its
+    system message), so a stored line break must not start a line of its own there."""
     result: list[MemoryMatch] = []
     for index, match in enumerate(matches):
+        record = to_crewai_record(match.record)
         converted = CrewMemoryMatch(
-            record=to_crewai_record(match.record),
+            record=record.model_copy(update={"content": one_line(record.content)}),
             score=match.score,
             match_reasons=[match.explanation],
         )
