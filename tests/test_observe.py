@@ -196,3 +196,14 @@ def test_close_flushes_queued_turns(tmp_path: Path) -> None:
             mem.observe([{"role": "user", "content": f"I have {i + 2} bikes."}], user_id="alice")
     with Memory(tmp_path / "m", embedder=HashEmbedder()) as mem:
         assert len(mem.list(user_id="alice")) == 5
+
+
+def test_extract_gives_what_observe_would_keep_and_stores_nothing(tmp_path: Path) -> None:
+    llm = ScriptedLLM(facts_json(fact("Lives in Austin.", topic="personal_info"),
+                                 fact("Card number is 4111 1111 1111 1111."),
+                                 fact("Has a secret plan.", topic="no_such_topic")))
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), llm=llm) as mem:
+        turn = [{"role": "user", "content": "I live in Austin; my API key is sk-proj-4fJq9XbT2LmN8pR7sV1wY3zA6cE0gH5k"}]
+        assert mem.extract(turn) == ["Lives in Austin."]
+        assert "sk-proj" not in llm.prompts[0]  # redacted before the model saw it
+        assert mem.list() == []

@@ -178,6 +178,19 @@ class Conversations:
             self._sessions.move_to_end(key)
         return buffer
 
+    def extract(self, messages: Any) -> list[str]:
+        """The statements a turn would be distilled into, stored nowhere: redacted, extracted (the
+        LLM when there is one, else the rules), kept to the policy's topics and screened, exactly as
+        `observe()` under `auto` would keep them, but not reconciled with what the user has (no
+        user is involved). Runs on the caller's thread: the caller waits for its answer."""
+        captured = normalise_messages(messages)
+        clean = [Message(role=m.role, content=self._redacted(m.content)) for m in captured]
+        if not any(m.role != "system" for m in clean):
+            return []
+        policy = self._policy.current()
+        facts, _ = self._extracted(clean, policy=policy, instruction=None, agent_llm=None, existing=[], aliases={})
+        return [text for _, text in self._screened(facts, policy)]
+
     def _distil(self, owner: str, messages: list[Message], *, policy: MemoryPolicy,
                 session: str | None, turn: int | None, scope: str, actor: str,
                 metadata: dict[str, Any] | None = None, task: str | None = None,
@@ -188,6 +201,38 @@ class Conversations:
             return []
         instruction = self._redacted(task) if task is not None else None
         self._stats.bump("turns_extracted")
+        existing: list[tuple[int, str]] = []
+        aliases: dict[int, str] = {}
+        if (self._llm() or agent_llm) is not None:
+            existing, aliases = self._existing_for_prompt(owner, clean, scope=scope)
+        facts, by_llm = self._extracted(clean, policy=policy, instruction=instruction, agent_llm=agent_llm,
+                                        existing=existing, aliases=aliases)
+        records: list[MemoryRecord] = []
+        decisions: dict[str, Decision] = {}
+        ttl = policy.ttl_seconds or None
+        now = utcnow()
+        for fact, text in self._screened(facts, policy):
+            record = self._intake.new_record(
+                text, owner=owner, scope=scope, categories=[], importance=0.5, author=fact.author,
+                source_kind="tool_result" if fact.from_tool else "conversation", session=session, turn=turn,
+                private=False, source=None, metadata=dict(metadata or {}), ttl=ttl, kind="fact", created_at=None,
+                topic=fact.topic, now=now)
+            records.append(record)
+            if by_llm:
+                decisions[record.id] = Decision(fact.decision, tuple(fact.targets),
+                                                fact.reason or f"LLM decided {fact.decision}", by="llm")
+        self._stats.bump("facts_extracted", len(records))
+        if not records:
+            if actor == "extractor":
+                self._explain_nothing(found=len(facts), by_llm=by_llm, task=instruction is not None)
+            return []
+        label = f"{actor} (llm)" if by_llm else f"{actor} (rules)"
+        return self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
+                                          use_llm=False)
+
+    def _extracted(self, clean: list[Message], *, policy: MemoryPolicy, instruction: str | None, agent_llm: Any,
+                   existing: list[tuple[int, str]], aliases: dict[int, str]) -> tuple[list[ExtractedFact], bool]:
+        """The facts of redacted messages, and whether a model found them (else the rules did)."""
         facts: list[ExtractedFact] | None = None
         # The Memory's own LLM is retried once and each failure logged; an agent's LLM is borrowed
         # for one call, as the framework that runs the agent would make, and a model that does not
@@ -196,7 +241,6 @@ class Conversations:
         borrowed = own is None and agent_llm is not None
         llm = own if own is not None else agent_llm
         if llm is not None:
-            existing, aliases = self._existing_for_prompt(owner, clean, scope=scope)
             failures: list[BaseException] = []
 
             def failed(exc: BaseException) -> None:
@@ -216,14 +260,14 @@ class Conversations:
                                                 "mnemic's rules extract instead (counted in Memory.stats)")
                 else:
                     log.warning("LLM extraction failed; the deterministic extractor handles this turn")
-        by_llm = facts is not None
-        if facts is None:
-            facts = (deterministic_extract(clean, topics=policy.topics) if instruction is None
-                     else task_extract(clean, task=instruction, topics=policy.topics))
-        records: list[MemoryRecord] = []
-        decisions: dict[str, Decision] = {}
-        ttl = policy.ttl_seconds or None
-        now = utcnow()
+        if facts is not None:
+            return facts, True
+        return (deterministic_extract(clean, topics=policy.topics) if instruction is None
+                else task_extract(clean, task=instruction, topics=policy.topics)), False
+
+    def _screened(self, facts: list[ExtractedFact], policy: MemoryPolicy) -> list[tuple[ExtractedFact, str]]:
+        """Each fact the policy's topics and safety screening keep, with its text as it is stored."""
+        kept: list[tuple[ExtractedFact, str]] = []
         for fact in facts:
             if not topic_allowed(fact, policy.topics):
                 self._stats.bump("off_topic_dropped")
@@ -231,25 +275,9 @@ class Conversations:
             if REDACTED in fact.text or not fact.text.strip():
                 continue  # the secret was counted when it was redacted
             text = scrub(fact.text.strip())[:self._intake.max_text_chars]  # a model's output is repaired
-            if not self._intake.screen(text, kind="fact", policy=policy, screen_sensitive=True):
-                continue
-            record = self._intake.new_record(
-                text, owner=owner, scope=scope, categories=[], importance=0.5, author=fact.author,
-                source_kind="tool_result" if fact.from_tool else "conversation", session=session, turn=turn,
-                private=False, source=None, metadata=dict(metadata or {}), ttl=ttl, kind="fact", created_at=None,
-                topic=fact.topic, now=now)
-            records.append(record)
-            if by_llm:
-                decisions[record.id] = Decision(fact.decision, tuple(fact.targets),
-                                                fact.reason or f"LLM decided {fact.decision}", by="llm")
-        self._stats.bump("facts_extracted", len(records))
-        if not records:
-            if actor == "extractor":
-                self._explain_nothing(found=len(facts), by_llm=by_llm, task=instruction is not None)
-            return []
-        label = f"{actor} (llm)" if by_llm else f"{actor} (rules)"
-        return self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
-                                          use_llm=False)
+            if self._intake.screen(text, kind="fact", policy=policy, screen_sensitive=True):
+                kept.append((fact, text))
+        return kept
 
     def _redacted(self, text: str) -> str:
         # Secrets leave the text before any extractor, or any provider, sees it.

@@ -392,6 +392,18 @@ class Memory:
         self._conversations.observe(messages, user_id=user_id, session_id=session_id, turn=turn, memory=memory,
                                     scope=scope, metadata=metadata, task=task, agent_llm=agent_llm)
 
+    def extract(self, messages: Any) -> builtins.list[str]:
+        """The statements `observe()` would keep from a turn under `auto`, stored nowhere.
+
+        `messages` as `observe()` takes them, or one text (what a user said). Secrets are redacted
+        before any extractor sees them; the LLM extracts when one is configured, the deterministic
+        rules otherwise; the policy's topics and safety screening apply. Nothing is reconciled with
+        a user's memory, and the caller waits for the answer (one LLM call at most). For frameworks
+        whose memory hands extraction and storage to the application (CrewAI's `extract_memories`).
+        """
+        self._gate.check()
+        return self._conversations.extract(messages)
+
     def memorize(self, session_id: str | None = None, *, user_id: str | None, messages: Any = None,
                  scope: str | None = None, timeout: float | None = None) -> builtins.list[MemoryRecord]:
         """Commit a session's facts now, and return the records that stand for them.

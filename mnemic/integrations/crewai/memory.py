@@ -269,25 +269,32 @@ class CrewMemory(Memory):
     # -- writing -------------------------------------------------------------------------------
 
     def extract_memories(self, content: str) -> list[str]:
-        """Hand a finished task to mnemic's write pipeline and return [].
+        """After a task: hand it to mnemic's write pipeline and return []. Any other text: return
+        the statements it holds, storing nothing (CrewAI's contract for a direct call, as in a
+        Flow's `self.remember_many(self.extract_memories(text))`).
 
-        CrewAI calls this after each task with "Task: …\\nAgent: …\\nExpected result: …\\nResult: …" and
-        stores whatever comes back with `remember_many`. mnemic's pipeline (redaction, extraction,
-        safety, reconciliation with what the user already has, history) runs on its background
-        writer instead, so the agent is not delayed, and returning [] keeps CrewAI from storing
-        anything a second time. Under `auto` the task is a task turn (`task_turn.py`): the task's
-        instruction is never stored, this run's inputs are the user's side and the final answer
-        the agent's (the "Thought:" part is never stored); when the mnemic Memory has no LLM, the
-        agent's own LLM extracts it, in one call, as CrewAI's memory would. Each fact keeps agent
-        role, task, crew and kickoff as provenance. Under `explicit` and `off` nothing is stored
-        automatically.
+        CrewAI calls this after each task with "Task: …\\nAgent: …\\nExpected result: …\\nResult: …"
+        (and "Input: …\\nAgent: …\\nResult: …" after `Agent.kickoff`) and stores whatever comes back
+        with `remember_many`. For those, mnemic's pipeline (redaction, extraction, safety,
+        reconciliation with what the user already has, history) runs on its background writer
+        instead, so the agent is not delayed, and returning [] keeps CrewAI from storing anything a
+        second time. Under `auto` the task is a task turn (`task_turn.py`): the task's instruction
+        is never stored, this run's inputs are the user's side and the final answer the agent's
+        (the "Thought:" part is never stored); when the mnemic Memory has no LLM, the agent's own
+        LLM extracts it, in one call, as CrewAI's memory would. Each fact keeps agent role, task,
+        crew and kickoff as provenance. Under `explicit` and `off` nothing is stored automatically.
+
+        Other text is extracted at once by `Memory.extract` (secrets redacted, the policy's topics
+        and screening), for the caller to store; under `off` nothing is extracted.
         """
-        if self.writes_refused() or self.policy_mode() != "auto":
+        if self.policy_mode() == "off":
+            return []
+        turn = task_turn(content, user_key=self._users.key)
+        if not turn.after_work:
+            return self._mnemic.extract(content)
+        if self.writes_refused() or self.policy_mode() != "auto" or not turn.messages:
             return []
         user = self._require_user()
-        turn = task_turn(content, user_key=self._users.key)
-        if not turn.messages:
-            return []
         kick = context.current_crew_kickoff() or context.current_kickoff()
         self._mnemic.observe(turn.messages, user_id=user, session_id=kick.kickoff_id if kick else None,
                              scope=self.scope_path(None), metadata=turn.provenance, task=turn.task,
@@ -385,10 +392,6 @@ class CrewMemory(Memory):
 
     # -- changing and erasing --------------------------------------------------------------------
 
-    def _deny_if_read_only(self, action: str) -> None:
-        if self.writes_refused():
-            raise PermissionError(f"this CrewMemory is read-only: {action} is not allowed")
-
     def forget(
         self,
         scope: str | None = None,
@@ -397,8 +400,9 @@ class CrewMemory(Memory):
         metadata_filter: dict[str, Any] | None = None,
         record_ids: list[str] | None = None,
     ) -> int:
-        """Erase the current user's records matching every criterion given; returns how many."""
-        self._deny_if_read_only("forget()")
+        """Erase the current user's records matching every criterion given; returns how many.
+        Allowed on a read-only memory, as CrewAI's own (read-only keeps what is stored unchanged;
+        an erasure asked for explicitly must still erase)."""
         user = self._require_user()
         ids = record_ids
         if metadata_filter:
@@ -441,15 +445,14 @@ class CrewMemory(Memory):
 
     def reset(self, scope: str | None = None) -> None:
         """Erase the current user's memories (within `scope`). Never the whole store: one CrewMemory
-        may serve many users; an operator empties a namespace with `crew_memory.mnemic.reset()`."""
-        self._deny_if_read_only("reset()")
+        may serve many users; an operator empties a namespace with `crew_memory.mnemic.reset()`.
+        Allowed on a read-only memory, as `forget`."""
         user = self._require_user()
         self._mnemic.forget(user_id=user, scope=self.scope_path(scope), actor="crewai")
 
     def reset_all(self) -> None:
         """What `crew.reset_memories()` calls: erases the current user's memories, ignoring
         `root_scope` (see `reset`)."""
-        self._deny_if_read_only("reset_all()")
         user = self._require_user()
         self._mnemic.forget(user_id=user, actor="crewai")
 
@@ -485,14 +488,15 @@ class CrewMemory(Memory):
         root = self._mnemic.tree(user_id=user, scope=base)
         lines = [f"{base} ({root['count']} records)"]
 
-        def walk(node: dict[str, Any], prefix: str, depth: int) -> None:
+        def walk(node: dict[str, Any], path: str, prefix: str, depth: int) -> None:
             if depth > max_depth:
                 return
-            for name, child in sorted(node["children"].items()):
-                lines.append(f"{prefix}{name} ({child['count']} records)")
-                walk(child, prefix + "  ", depth + 1)
+            for name, child in sorted(node["children"].items())[:20]:  # each line a full path, as CrewAI's
+                child_path = join_scope(path, name)
+                lines.append(f"{prefix}{child_path} ({child['count']} records)")
+                walk(child, child_path, prefix + "  ", depth + 1)
 
-        walk(root, "  ", 1)
+        walk(root, base, "  ", 1)
         return "\n".join(lines)
 
 

@@ -47,6 +47,7 @@ class TaskTurn:
     provenance: dict[str, Any]
     task: str | None = None  # set for a crew task; None for a conversation (Agent.kickoff)
     agent_llm: Any = None
+    after_work: bool = True  # the text CrewAI writes after a task or kickoff; False: any other text
 
 
 def final_answer(text: str) -> str:
@@ -130,7 +131,7 @@ def task_turn(content: str, *, user_key: str) -> TaskTurn:
     if result is None:
         # Not a shape CrewAI writes: keep it as something the user said, as a conversation.
         messages = [{"role": "user", "content": content}] if content.strip() else []
-        return TaskTurn(messages=messages, provenance=provenance)
+        return TaskTurn(messages=messages, provenance=provenance, after_work=False)
     answer = final_answer(result)
     if conversation:
         messages = [{"role": "user", "content": description or ""}, {"role": "assistant", "content": answer}]
