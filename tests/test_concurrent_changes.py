@@ -73,3 +73,46 @@ def test_an_update_built_on_a_stale_read_is_refused_and_the_invalidation_stands(
         first.update(manager.id, text="Alice's manager is Tom Baker (ext. 42).")
     assert second.get(manager.id).state == "invalid"
     assert served(second, "who is alice's manager") == []
+
+
+def test_erasing_one_user_while_other_threads_read_and_write_leaves_the_store_whole(tmp_path: Path) -> None:
+    # An erasure VACUUMs chroma.sqlite3 through Python's SQLite while Chroma's Rust SQLite, in the
+    # same process, served other threads: the two copies of SQLite do not see each other's locks,
+    # and the file ended "database disk image is malformed" (every user's memory lost).
+    import sqlite3
+    import threading
+
+    errors: list[str] = []
+    done = threading.Event()
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        for i in range(20):
+            memory.remember(f"Bob fact {i}: the okapi eats leaves.", user_id="bob")
+
+        def keep_going(step: Any) -> None:
+            while not done.is_set():
+                try:
+                    step()
+                except Exception as exc:  # every failure is the finding
+                    errors.append(f"{type(exc).__name__}: {exc}")
+
+        counter = iter(range(10**9))
+        workers = [threading.Thread(target=keep_going, args=(lambda: memory.recall("okapi", user_id="bob"),)),
+                   threading.Thread(target=keep_going, args=(lambda: memory.remember(
+                       f"Bob fact {next(counter)} about leaves.", user_id="bob"),))]
+        for worker in workers:
+            worker.start()
+        try:
+            for n in range(12):
+                memory.remember(f"Alice secret {n}.", user_id="alice")
+                memory.forget(user_id="alice")
+        finally:
+            done.set()
+            for worker in workers:
+                worker.join()
+        written = len(memory.list(user_id="bob", limit=100_000))
+    assert errors == []
+    with sqlite3.connect(f"file:{tmp_path / 'm' / 'chroma' / 'chroma.sqlite3'}?mode=ro", uri=True) as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as again:
+        assert len(again.list(user_id="bob", limit=100_000)) == written
+        assert again.list(user_id="alice") == []

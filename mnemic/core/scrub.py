@@ -73,6 +73,5 @@ class Scrubber:
 
     def finish(self) -> None:
         if self._chroma_path is not None:
-            upkeep.vacuum(self._chroma_path)
-            upkeep.zero_unused_index_space(self._chroma_path)
+            upkeep.scrub_files(self._chroma_path)
         self._lexical.scrub()

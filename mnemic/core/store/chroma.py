@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .file_gate import gated_client
 from .naming import (
     MEMORY_COLLECTION_INFIX,
     again_if_dropped,
@@ -83,10 +84,13 @@ class EmbedderMismatchError(ValueError):
 
 
 def make_persistent_client(path: Path) -> Any:
+    """An embedded Chroma client on `path`, whose calls never overlap mnemic's own work on the
+    files there (file_gate.py)."""
     import chromadb
     from chromadb.config import Settings
 
-    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+    return gated_client(client, path)
 
 
 @dataclass(frozen=True)

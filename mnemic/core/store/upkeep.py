@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .chroma import USER_COLLECTION_CONFIGURATION, ChromaStore
+from .file_gate import gate_for
 
 log = logging.getLogger("mnemic.store")
 
@@ -125,21 +126,26 @@ def log_holds(chroma_path: Path, collection: Any, ids: Sequence[str]) -> bool:
     if not ids:
         return False
     try:
-        connection = sqlite3.connect(f"file:{chroma_path / CHROMA_DATABASE}?mode=ro", uri=True, timeout=30)
-        try:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start:start + 500])
-                found = connection.execute(
-                    f"SELECT 1 FROM embeddings_queue WHERE topic LIKE ? AND id IN ({','.join('?' * len(chunk))}) "
-                    "LIMIT 1", (f"%{collection.id}", *chunk)).fetchone()
-                if found:
-                    return True
-            return False
-        finally:
-            connection.close()
+        with gate_for(chroma_path).exclusive():
+            return _log_holds(chroma_path, collection.id, ids)
     except Exception as exc:
         log.warning("could not read Chroma's write log (%s); assuming it holds erased records", exc)
         return True
+
+
+def _log_holds(chroma_path: Path, collection_id: Any, ids: Sequence[str]) -> bool:
+    connection = sqlite3.connect(f"file:{chroma_path / CHROMA_DATABASE}?mode=ro", uri=True, timeout=30)
+    try:
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            found = connection.execute(
+                f"SELECT 1 FROM embeddings_queue WHERE topic LIKE ? AND id IN ({','.join('?' * len(chunk))}) "
+                "LIMIT 1", (f"%{collection_id}", *chunk)).fetchone()
+            if found:
+                return True
+        return False
+    finally:
+        connection.close()
 
 
 def finish_interrupted_rebuilds(store: ChromaStore) -> None:
@@ -199,10 +205,19 @@ def zero_unused_index_space(chroma_path: Path) -> int:
     return cleaned
 
 
+def scrub_files(chroma_path: Path) -> None:
+    """What an erasure leaves in an embedded store's files, removed: `vacuum`, then
+    `zero_unused_index_space`, with no Chroma call of this process running meanwhile."""
+    with gate_for(chroma_path).exclusive():
+        vacuum(chroma_path)
+        zero_unused_index_space(chroma_path)
+
+
 def vacuum(chroma_path: Path) -> None:
     """Rewrite an embedded store's `chroma.sqlite3` without free space, so deleted rows' bytes are
     gone from the file. Chroma's own `chroma vacuum` does the same; VACUUM keeps every explicit
-    rowid, which is how Chroma's tables refer to each other."""
+    rowid, which is how Chroma's tables refer to each other. Only under the path's gate held
+    exclusively (see `scrub_files`): Chroma's own SQLite must not be in the file meanwhile."""
     database = chroma_path / CHROMA_DATABASE
     if not database.exists():
         return
