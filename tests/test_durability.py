@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -47,6 +48,30 @@ def test_a_second_process_is_refused_with_a_pointer_to_server_mode(store_path: P
     # The OS drops the lock with the process: no stale lock after a crash.
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         memory.remember("open again", user_id="u")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
+def test_a_forked_child_is_refused_like_any_other_process(store_path: Path) -> None:
+    # A child made by fork (multiprocessing's default on Linux, gunicorn --preload, celery prefork)
+    # inherited the parent's record of holding the lock, skipped the OS lock and hung in Chroma.
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        memory.remember("the parent's fact", user_id="u")
+        child = os.fork()
+        if child == 0:  # pragma: no cover - runs in the child
+            signal.alarm(20)  # a hang ends the child with SIGALRM
+            try:
+                Memory(store_path, embedder=HashEmbedder())
+            except StoreLockedError:
+                os._exit(0)
+            except BaseException:
+                os._exit(2)
+            os._exit(1)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        memory.remember("the parent goes on", user_id="u")  # the child left the parent's lock alone
+    holder = _hold_in_subprocess(store_path)  # and it is released when the parent closes
+    holder.kill()
+    holder.wait()
 
 
 def test_one_process_may_open_several_namespaces_on_one_path(store_path: Path) -> None:
@@ -382,3 +407,32 @@ def test_a_store_deleted_and_made_again_at_the_same_path_in_one_process_works(st
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         memory.remember("Bob likes jazz.", user_id="bob")
         assert [r.text for r in memory.list()] == ["Bob likes jazz."]
+
+
+DIE_IN_AN_UPDATE = textwrap.dedent(
+    """
+    import os, sys, time
+    from mnemic import Memory, HashEmbedder
+    from mnemic.core.store import ChromaStore
+    memory = Memory(sys.argv[1], embedder=HashEmbedder())
+    record = memory.remember("Alice lives in Berlin near the old zoo.", user_id="u")
+    time.sleep(1.5)  # older than the keyword index's watermark by the time of the update
+    ChromaStore.replace_metadata = lambda self, user_id, rows: os._exit(9)  # after the local commit
+    memory.update(record.id, text="Alice lives in Lisbon by the river.")
+    """
+)
+
+
+def test_a_crash_is_checked_in_full_even_when_the_next_process_has_the_dead_ones_pid(store_path: Path) -> None:
+    # The open mark was compared by pid: in a container the agent is pid 1 on every start, so after
+    # a SIGKILL the next open took the dead process's mark for its own and skipped the full check.
+    died = subprocess.run([sys.executable, "-c", DIE_IN_AN_UPDATE, str(store_path)], check=False)
+    assert died.returncode == 9
+    local = sqlite3.connect(store_path / "lexical.sqlite3")
+    with local:  # as if this process had the dead one's pid
+        local.execute("UPDATE open_handles SET pid = ?", (os.getpid(),))
+    local.close()
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert memory.recall("Lisbon river", user_id="u") == []
+        (match,) = memory.recall("Berlin zoo", user_id="u")
+        assert {"berlin", "zoo"} <= set(match.breakdown.matched_terms)

@@ -60,6 +60,12 @@ class StoreLock:
             os.close(self._handle)
             self._handle = None
 
+    def disown(self) -> None:
+        """Forget an inherited descriptor without unlocking it (the lock is another process's)."""
+        if self._handle is not None:
+            os.close(self._handle)
+            self._handle = None
+
     @property
     def held(self) -> bool:
         return self._handle is not None
@@ -91,6 +97,23 @@ class _SharedLock:
 
 _registry: dict[Path, _SharedLock] = {}
 _registry_guard = threading.Lock()
+
+
+def _drop_inherited_locks() -> None:
+    """In a child made by fork: the parent's locks are not the child's. The child shares the
+    parent's lock file description, so it skipped the OS lock and opened Chroma beside its parent
+    (whose Rust runtime does not survive a fork: it hung). Each inherited descriptor is closed
+    without unlocking (that would unlock the parent's store), so the child asks the OS afresh and
+    gets StoreLockedError while the parent holds the store."""
+    global _registry_guard
+    _registry_guard = threading.Lock()  # may have been held by another thread at the fork
+    for shared in _registry.values():
+        shared.lock.disown()
+    _registry.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_inherited_locks)
 
 
 def acquire_store_lock(directory: Path) -> _SharedLock:

@@ -31,6 +31,25 @@ log = logging.getLogger("mnemic")
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS open_handles "
            "(token TEXT PRIMARY KEY, namespace TEXT NOT NULL, pid INTEGER NOT NULL, opened_at REAL NOT NULL)")
+# Which process wrote an open mark: its pid is not enough, since a process started after a crash
+# can get the dead one's pid (in a container the agent is pid 1 on every start).
+_PROCESS_COLUMN = "ALTER TABLE open_handles ADD COLUMN process TEXT"
+
+
+def _new_process_key() -> str:
+    return f"{os.getpid()}-{uuid.uuid4().hex}"
+
+
+_process_key = _new_process_key()
+
+
+def _renew_process_key() -> None:
+    global _process_key
+    _process_key = _new_process_key()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_process_key)
 
 
 class Recovery:
@@ -47,6 +66,9 @@ class Recovery:
         self._token = uuid.uuid4().hex
         with local.lock:
             local.connection.execute(_SCHEMA)
+            columns = {row[1] for row in local.connection.execute("PRAGMA table_info(open_handles)")}
+            if "process" not in columns:
+                local.connection.execute(_PROCESS_COLUMN)
 
     def on_open(self) -> int:
         """Returns how many keyword entries and records were repaired."""
@@ -60,7 +82,8 @@ class Recovery:
                     self._namespace)
         mended = self.repair()
         # Only now: a crash during the repair leaves the mark for the next open to find.
-        self._local.execute("DELETE FROM open_handles WHERE namespace = ? AND pid != ?", (self._namespace, os.getpid()))
+        self._local.execute("DELETE FROM open_handles WHERE namespace = ? AND process IS NOT ?",
+                            (self._namespace, _process_key))
         return mended
 
     def repair(self) -> int:
@@ -88,10 +111,12 @@ class Recovery:
         if not self._local.persistent:
             return False
         with self._local.transaction() as connection:
-            crashed = connection.execute("SELECT 1 FROM open_handles WHERE namespace = ? AND pid != ?",
-                                         (self._namespace, os.getpid())).fetchone() is not None
-            connection.execute("INSERT INTO open_handles(token, namespace, pid, opened_at) VALUES (?, ?, ?, ?)",
-                               (self._token, self._namespace, os.getpid(), time.time()))
+            # A mark without a process key was written by an older mnemic: never by this process.
+            crashed = connection.execute("SELECT 1 FROM open_handles WHERE namespace = ? AND process IS NOT ?",
+                                         (self._namespace, _process_key)).fetchone() is not None
+            connection.execute(
+                "INSERT INTO open_handles(token, namespace, pid, opened_at, process) VALUES (?, ?, ?, ?, ?)",
+                (self._token, self._namespace, os.getpid(), time.time(), _process_key))
         return crashed
 
     def _move_history_out_of_chroma(self, local: LocalHistory) -> None:
