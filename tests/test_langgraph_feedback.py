@@ -328,6 +328,79 @@ def test_a_lesson_taught_again_by_the_rejecting_feedback_is_stored_afresh(memory
     assert [x.text for x in current] == ["Mention the price in euros."] and current[0].id != old_id
 
 
+
+API_KEY = "sk-proj-4fJq9XbT2LmN8pR7sV1wY3zA6cE0gH5k"
+
+
+@pytest.mark.parametrize("reviewer", ["editor " + "x" * 293, "Bob\nSmith", f"bob {API_KEY}"],
+                         ids=["long-name", "two-lines", "holds-a-key"])
+def test_a_rejection_withdraws_whatever_the_reviewer_is_called(memory: Memory, saver: Any, reviewer: str) -> None:
+    (lesson_id,) = _seed(memory, "Mention the price in euros.")
+    model = ReviewModel(lessons=lambda feedback: [])
+    _, state = review(writer(memory, model, saver),
+                      {"approved": False, "feedback": "Prices are in dollars.", "reviewer": reviewer}, "t1")
+    assert "learning_error" not in state["review"]
+    assert state["review"]["lessons_withdrawn"] == [lesson_id]
+    assert LessonStore(memory).get(lesson_id).state == "invalid"
+    # One cleaned name everywhere: the result, the audit trail; never the key, never two lines.
+    named = state["review"]["reviewer"]
+    assert memory.history(lesson_id)[-1].actor == f"reviewer:{named}"
+    assert API_KEY not in named and "\n" not in named and len(named) <= 200
+    model.prereviews.clear()
+    payload, _ = review(writer(memory, model, saver), True, "t2")
+    assert model.prereviews == [] and payload["lessons_applied"] == []  # the withdrawn lesson is not applied
+
+
+def test_a_rejection_by_a_user_with_the_longest_id_withdraws(memory: Memory, saver: Any) -> None:
+    user = "u" * 256  # the longest user id; "reviewer:" + it is longer than an actor may be
+    (lesson_id,) = _seed(memory, "Mention the price in euros.", user=user)
+    _, state = review(writer(memory, ReviewModel(lessons=lambda feedback: []), saver), False, "t1", user=user)
+    assert "learning_error" not in state["review"] and state["review"]["lessons_withdrawn"] == [lesson_id]
+
+
+@pytest.mark.parametrize("feedback", ["Always cite sources. See page\x003.", "Always cite sources. Caf\udce9 notes."],
+                         ids=["nul", "lone-surrogate"])
+@pytest.mark.parametrize("llm", [None, ReviewModel(lessons=lambda feedback: ["Always cite sources.\x00"])],
+                         ids=["rules", "model"])
+def test_feedback_holding_a_nul_or_a_lone_surrogate_still_teaches(memory: Memory, saver: Any, feedback: str,
+                                                                   llm: Any) -> None:
+    _, state = review(writer(memory, llm, saver), feedback, "t1")
+    assert "learning_error" not in state["review"]
+    (lesson,) = lessons(memory)
+    assert lesson.text == "Always cite sources."
+    assert "\x00" not in (lesson.feedback or "") and "Always cite sources." in (lesson.feedback or "")
+    assert "\x00" not in state["review"]["feedback"] and "\udce9" not in state["review"]["feedback"]
+
+
+@pytest.mark.parametrize("output", ["Draft\x00 about databases.", "Draft \ud800 about databases."],
+                         ids=["nul", "lone-surrogate"])
+def test_an_output_is_reviewed_alike_whatever_the_number_of_lessons(memory: Memory, saver: Any,
+                                                                     output: str) -> None:
+    # Over max_lessons (10) the output ranks the lessons: it must not be refused as a query.
+    _seed(memory, *[f"Rule number {i}: mention item {i}." for i in range(11)])
+    calls: list[str] = []
+
+    def draft(state: State) -> dict[str, Any]:
+        calls.append(state["topic"])
+        return {"draft": output}
+
+    builder = StateGraph(State)
+    builder.add_node("draft", human_feedback(draft, memory=memory, graph="writer", review_key="review",
+                                             llm=ReviewModel(apply=lambda lesson: False, lessons=lambda f: [])))
+    builder.add_edge(START, "draft")
+    graph = builder.compile(checkpointer=saver)
+    payload = graph.invoke({"topic": "x"}, config("t1"))["__interrupt__"][0].value
+    assert payload["output"] == output and len(payload["lessons_considered"]) == 10
+    state = graph.invoke(Command(resume=True), config("t1"))
+    assert state["review"]["approved"] is True and calls == ["x"]
+
+
+def test_lessons_are_served_newest_first_when_the_output_cannot_rank_them(tmp_path: Path) -> None:
+    with Memory(tmp_path / "small", embedder=HashEmbedder(), max_text_chars=200) as memory:
+        ids = _seed(memory, *[f"Rule number {i}: mention item {i}." for i in range(11)])
+        found = LessonStore(memory).recall("word " * 500, user_id="alice", place=LessonPlace("writer", "draft"))
+        assert [lesson.id for lesson in found] == ids[::-1][:10]
+
 # -- without a model ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("llm", [None, ReviewModel(fail=True)], ids=["no-model", "model-down"])
@@ -456,6 +529,7 @@ def test_the_last_message_is_reviewed_and_revised_in_place(memory: Memory, saver
     state = graph.invoke(Command(resume=True), config("t1"))
     assert [m.id for m in state["messages"]] == ["h-1", "ai-1"]
     assert state["messages"][-1].content == "Your refund is on its way. [Greet the customer by name.]"
+
 
 
 def test_a_command_from_the_node_keeps_its_route(memory: Memory, saver: Any) -> None:

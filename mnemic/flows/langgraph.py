@@ -45,7 +45,7 @@ from langgraph.config import get_config
 from langgraph.func import task
 from langgraph.types import interrupt
 
-from ..core.lessons import LessonPlace, LessonStore
+from ..core.lessons import LessonPlace, LessonStore, reviewer_actor
 from ..core.llm import check_llm
 from ..tools.langchain import USER_KEY, IdentityError, run_identity
 from .feedback import AnswerError, ReviewAnswer, distil, read_answer, revise
@@ -248,7 +248,7 @@ class FeedbackStep:
                           f"output this lesson changed" + (f": {answer.feedback}" if answer.feedback else ""))
                 withdrawn = self.lessons.withdraw(result["lessons_applied"], user_id=run.user_id,
                                                   place=run.place, reason=reason[:2000],
-                                                  actor=f"reviewer:{reviewer}")
+                                                  actor=reviewer_actor(reviewer))
                 result["lessons_withdrawn"] = [lesson.id for lesson in withdrawn]
             if not learned:
                 learned = self.lessons.learn(
