@@ -532,6 +532,74 @@ def test_the_last_message_is_reviewed_and_revised_in_place(memory: Memory, saver
 
 
 
+def _reply_graph(memory: Memory, saver: Any, model: Any) -> Any:
+    builder = StateGraph(Chat)
+    builder.add_node("reply", human_feedback(lambda state: {"messages": [AIMessage("Draft reply.", id="ai-1")]},
+                                             memory=memory, llm=model, graph="support"))
+    builder.add_edge(START, "reply")
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("output", [123, {"junk": 1}, ["just text"], [], True],
+                         ids=["number", "not-a-message", "list-of-text", "empty-list", "boolean"])
+def test_an_own_version_that_is_no_message_is_asked_again_and_the_thread_goes_on(memory: Memory, saver: Any,
+                                                                                 output: Any) -> None:
+    graph = _reply_graph(memory, saver, ReviewModel(lessons=lambda feedback: [feedback]))
+    graph.invoke({"messages": [HumanMessage("Where is my refund?", id="h-1")]}, config("t1"))
+    again = graph.invoke(Command(resume={"output": output, "feedback": "Always greet the customer."}),
+                         config("t1"))
+    payload = again["__interrupt__"][0].value
+    assert "'output' must be text" in payload["error"] and "message" in payload["error"]
+    assert payload["output"] == "Draft reply."
+    assert lessons(memory, graph="support", node="reply") == []  # nothing learned from a refused answer
+    assert graph.get_state(config("t1")).next == ("reply",)  # the thread is readable, still at the review
+    state = graph.invoke(Command(resume={"output": "Hello! Your refund is on its way."}), config("t1"))
+    assert [(m.id, m.content) for m in state["messages"]] == [
+        ("h-1", "Where is my refund?"), ("ai-1", "Hello! Your refund is on its way.")]
+
+
+@pytest.mark.parametrize("output", [{"role": "assistant", "content": "Hello! It is on its way."},
+                                    [{"role": "assistant", "content": "Hello! It is on its way."}],
+                                    AIMessage("Hello! It is on its way.")], ids=["dict", "list", "message"])
+def test_an_own_version_given_as_a_message_replaces_the_reviewed_one(memory: Memory, saver: Any,
+                                                                      output: Any) -> None:
+    graph = _reply_graph(memory, saver, ReviewModel(lessons=lambda feedback: []))
+    graph.invoke({"messages": [HumanMessage("Where is my refund?", id="h-1")]}, config("t1"))
+    state = graph.invoke(Command(resume={"output": output}), config("t1"))
+    assert [(m.type, m.id, m.content) for m in state["messages"]] == [
+        ("human", "h-1", "Where is my refund?"), ("ai", "ai-1", "Hello! It is on its way.")]
+
+
+@pytest.mark.parametrize("output", [123, None, {"text": "x"}, ["x"]], ids=["number", "null", "dict", "list"])
+def test_an_own_version_of_text_must_be_text(memory: Memory, saver: Any, output: Any) -> None:
+    graph = writer(memory, ReviewModel(lessons=lambda feedback: []), saver)
+    graph.invoke({"topic": "x"}, config("t1"))
+    answered = graph.invoke(Command(resume={"output": output, "approved": True}), config("t1"))
+    if output is None:  # null is "no own version", as for every other key of the answer
+        assert answered["draft"] == "Draft 1 about x." and answered["review"]["edited"] is False
+        return
+    assert answered["__interrupt__"][0].value["error"].startswith(
+        "Your answer could not be used: 'output' must be text, as the reviewed 'draft' is")
+    state = graph.invoke(Command(resume={"output": "My draft."}), config("t1"))
+    assert state["draft"] == "My draft." and state["review"]["edited"] is True
+
+
+def test_an_own_version_of_a_structured_value_keeps_its_kind(memory: Memory, saver: Any) -> None:
+    class Plan(TypedDict, total=False):
+        topic: str
+        plan: dict[str, Any]
+
+    builder = StateGraph(Plan)
+    builder.add_node("plan", human_feedback(lambda state: {"plan": {"steps": ["a", "b"]}}, memory=memory,
+                                            llm=None, graph="planner"))
+    builder.add_edge(START, "plan")
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"topic": "x"}, config("t1"))
+    again = graph.invoke(Command(resume={"output": "steps: a, c"}), config("t1"))
+    assert "'output' must be a dict, as the reviewed 'plan' is" in again["__interrupt__"][0].value["error"]
+    state = graph.invoke(Command(resume={"output": {"steps": ["a", "c"]}}), config("t1"))
+    assert state["plan"] == {"steps": ["a", "c"]}
+
 def test_a_command_from_the_node_keeps_its_route(memory: Memory, saver: Any) -> None:
     def draft(state: State) -> Command:  # type: ignore[type-arg]
         return Command(update={"draft": "A draft."}, goto="publish")
@@ -620,6 +688,22 @@ def test_a_review_node_revises_the_last_message_in_place(memory: Memory, saver: 
     assert [m.id for m in state["messages"]] == ["h-1", "ai-1"]
     assert state["messages"][-1].content == "Your refund is on its way. [Greet the customer by name.]"
 
+
+
+def test_a_review_node_takes_the_reviewers_message_in_place_of_the_last(memory: Memory, saver: Any) -> None:
+    builder = StateGraph(Chat)
+    builder.add_node("reply", lambda state: {"messages": [AIMessage("Your refund is on its way.", id="ai-1")]})
+    builder.add_node("check", review_node("messages", memory=memory, llm=None, graph="support", name="check"))
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", "check")
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage("Where is my refund?", id="h-1")]}, config("t1"))
+    again = graph.invoke(Command(resume={"output": 42}), config("t1"))
+    assert "'output' must be text" in again["__interrupt__"][0].value["error"]
+    state = graph.invoke(Command(resume={"output": {"role": "assistant", "content": "Hello! On its way."}}),
+                         config("t1"))
+    assert [(m.id, m.content) for m in state["messages"]] == [("h-1", "Where is my refund?"),
+                                                              ("ai-1", "Hello! On its way.")]
 
 # -- the example --------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ What the reviewer answers (`read_answer`):
   verdicts; otherwise the model (when there is one) judges whether the feedback rejects the output;
 - `True` / `False`: approve / reject, with no feedback;
 - a dict: `{"approved": bool, "feedback": str, "output": <the reviewer's own version>, "reviewer": str}`,
-  every key optional.
+  every key optional (null is the same as leaving a key out).
 
 Feedback is repaired as observed text is (a NUL goes, a lone surrogate becomes U+FFFD); the reviewer's
 name is kept as lessons keep it: one line, secrets redacted, at most 200 characters.
@@ -137,7 +137,10 @@ def read_answer(value: Any) -> ReviewAnswer:
             raise AnswerError("'reviewer' must be a non-empty string naming who reviewed")
         text = scrub(feedback).strip()
         verdict = approved if approved is not None else verdict_of(text)
-        return ReviewAnswer(approved=verdict, feedback=text, output=value.get("output"), edited="output" in value,
+        # null is "no own version", as null is "not said" for the other keys (a JSON client sends
+        # every optional field); an output that does not fit the reviewed value is the step's to refuse.
+        output = value.get("output")
+        return ReviewAnswer(approved=verdict, feedback=text, output=output, edited=output is not None,
                             reviewer=named)
     raise AnswerError(
         f"a review answer is feedback text, true/false, or a dict with {', '.join(sorted(ANSWER_KEYS))}; "
