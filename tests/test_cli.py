@@ -155,3 +155,54 @@ def test_an_unforeseen_failure_is_an_error_line_not_a_traceback(  # type: ignore
     monkeypatch.setattr(Memory, "list", broken)
     out = run("memory", "list", "--user", "alice", ok=False)
     assert "Error: RuntimeError: the disk said no" in out and "Traceback" not in out
+
+
+# ESC sequences that clear the screen, recolour, retitle the window (OSC ... BEL), a carriage return
+# that rewrites the line, a C1 CSI, and a bidi override that reverses what follows on screen.
+CONTROL = "Prices \x1b[2J\x1b[31min red\x1b[0m \x1b]0;pwned\x07 over\rwritten \x9b1m \u202eesrever"
+CONTROL_SHOWN = "Prices \\x1b[2J\\x1b[31min red\\x1b[0m \\x1b]0;pwned\\x07 over\\rwritten \\x9b1m \\u202eesrever"
+
+
+def test_control_characters_in_stored_text_are_shown_never_sent_to_the_terminal(  # type: ignore[no-untyped-def]
+        run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lesson or reviewer name holding ESC/OSC/BEL reached the operator's terminal raw through
+    `lessons list` (rich escapes markup, not control characters), as facts, knowledge and kickoff
+    outputs did through their commands: it could clear the screen or rewrite the rows above."""
+    import json
+
+    from mnemic.core.lessons import LessonPlace, LessonStore
+
+    monkeypatch.setenv("COLUMNS", "1000")  # rows are read whole, not folded
+    with Memory(tmp_path / "store", embedder=HashEmbedder()) as memory:
+        fact = memory.remember(CONTROL, user_id="bob")
+        assert fact is not None
+        chunk = memory.knowledge.add(CONTROL, verbatim=True, source=f"faq {CONTROL}").added[0]
+        lesson = LessonStore(memory).learn([CONTROL], user_id="bob", place=LessonPlace("writer", "draft"),
+                                           reviewer=f"eve {CONTROL}")[0]
+        kickoff = memory.runs.begin(group="k1", group_name=f"crew {CONTROL}", user_id="bob", inputs={"q": CONTROL})
+        memory.runs.record_step(kickoff.run_id, 0, {"task_id": "t-1", "agent": CONTROL,
+                                                    "output": {"raw": CONTROL, "description": CONTROL}})
+    shown = {
+        "memory list": run("memory", "list", "--user", "bob"),
+        "memory recall": run("memory", "recall", "--user", "bob", "prices in red"),
+        "memory history": run("memory", "history", fact.id),
+        "knowledge list": run("knowledge", "list"),
+        "knowledge search": run("knowledge", "search", "prices in red"),
+        "lessons list": run("lessons", "list", "--user", "bob"),
+        "kickoffs list": run("kickoffs", "list"),
+        "kickoffs show": run("kickoffs", "show", kickoff.run_id),
+        "lessons invalidate": run("lessons", "invalidate", lesson.id, "--reason", "stale"),
+        "memory invalidate": run("memory", "invalidate", "--reason", "stale", fact.id),
+        "knowledge delete": run("knowledge", "delete", chunk.id),
+    }
+    for command, output in shown.items():
+        assert not any(char in output for char in "\x1b\x07\r\x9b\u202e"), command
+    for command in ("memory list", "memory recall", "knowledge list", "knowledge search", "kickoffs show",
+                    "memory invalidate", "knowledge delete"):
+        assert CONTROL_SHOWN in shown[command], command  # as written, its control characters made visible
+    one_line = CONTROL_SHOWN.replace("\\r", " ")  # a lesson and its provenance are kept on one line
+    assert one_line in shown["lessons list"] and f"eve {one_line}" in shown["lessons list"]
+    assert "\\x1b[2J" in shown["kickoffs list"] and "\\x1b[2J" in shown["memory history"]
+    # --json is unchanged: the text exactly as stored (JSON escapes the control characters itself).
+    listed = json.loads(run("lessons", "list", "--user", "bob", "--json", "--include-invalid"))
+    assert listed[0]["text"] == CONTROL.replace("\r", " ")

@@ -98,3 +98,18 @@ def test_kickoffs_list_and_show(run, tmp_path: Path) -> None:  # type: ignore[no
     assert "t-1" in shown and "Summary of the move." in shown and "alice" in shown
     assert json.loads(run("kickoffs", "show", first.run_id, "--json"))["steps"][0]["step_id"] == "t-1"
     assert "no kickoff" in run("kickoffs", "show", "0000", ok=False)
+
+
+def test_control_characters_in_a_checkpoint_are_shown_never_sent_to_the_terminal(  # type: ignore[no-untyped-def]
+        run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")
+    sequence = "\x1b]0;pwned\x07\x1b[2J"
+    state = json.loads(_state("alice", True))
+    state["entities"][0]["tasks"][0]["description"] = "Take notes " + sequence
+    state["entities"][0]["checkpoint_inputs"]["topic"] = sequence
+    db = tmp_path / "cp.db"
+    checkpoint = crewai_db.insert(db, stamp(json.dumps(state), Owner(user_id="alice")), parent_id=None,
+                                  branch="main", owner="alice")
+    shown = run("checkpoints", "show", f"{db}#{checkpoint}")
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "Take notes \\x1b]0;pwned\\x07\\x1b[2J" in shown  # as written, its control characters made visible

@@ -328,6 +328,79 @@ def test_a_lesson_taught_again_by_the_rejecting_feedback_is_stored_afresh(memory
     assert [x.text for x in current] == ["Mention the price in euros."] and current[0].id != old_id
 
 
+
+API_KEY = "sk-proj-4fJq9XbT2LmN8pR7sV1wY3zA6cE0gH5k"
+
+
+@pytest.mark.parametrize("reviewer", ["editor " + "x" * 293, "Bob\nSmith", f"bob {API_KEY}"],
+                         ids=["long-name", "two-lines", "holds-a-key"])
+def test_a_rejection_withdraws_whatever_the_reviewer_is_called(memory: Memory, saver: Any, reviewer: str) -> None:
+    (lesson_id,) = _seed(memory, "Mention the price in euros.")
+    model = ReviewModel(lessons=lambda feedback: [])
+    _, state = review(writer(memory, model, saver),
+                      {"approved": False, "feedback": "Prices are in dollars.", "reviewer": reviewer}, "t1")
+    assert "learning_error" not in state["review"]
+    assert state["review"]["lessons_withdrawn"] == [lesson_id]
+    assert LessonStore(memory).get(lesson_id).state == "invalid"
+    # One cleaned name everywhere: the result, the audit trail; never the key, never two lines.
+    named = state["review"]["reviewer"]
+    assert memory.history(lesson_id)[-1].actor == f"reviewer:{named}"
+    assert API_KEY not in named and "\n" not in named and len(named) <= 200
+    model.prereviews.clear()
+    payload, _ = review(writer(memory, model, saver), True, "t2")
+    assert model.prereviews == [] and payload["lessons_applied"] == []  # the withdrawn lesson is not applied
+
+
+def test_a_rejection_by_a_user_with_the_longest_id_withdraws(memory: Memory, saver: Any) -> None:
+    user = "u" * 256  # the longest user id; "reviewer:" + it is longer than an actor may be
+    (lesson_id,) = _seed(memory, "Mention the price in euros.", user=user)
+    _, state = review(writer(memory, ReviewModel(lessons=lambda feedback: []), saver), False, "t1", user=user)
+    assert "learning_error" not in state["review"] and state["review"]["lessons_withdrawn"] == [lesson_id]
+
+
+@pytest.mark.parametrize("feedback", ["Always cite sources. See page\x003.", "Always cite sources. Caf\udce9 notes."],
+                         ids=["nul", "lone-surrogate"])
+@pytest.mark.parametrize("llm", [None, ReviewModel(lessons=lambda feedback: ["Always cite sources.\x00"])],
+                         ids=["rules", "model"])
+def test_feedback_holding_a_nul_or_a_lone_surrogate_still_teaches(memory: Memory, saver: Any, feedback: str,
+                                                                   llm: Any) -> None:
+    _, state = review(writer(memory, llm, saver), feedback, "t1")
+    assert "learning_error" not in state["review"]
+    (lesson,) = lessons(memory)
+    assert lesson.text == "Always cite sources."
+    assert "\x00" not in (lesson.feedback or "") and "Always cite sources." in (lesson.feedback or "")
+    assert "\x00" not in state["review"]["feedback"] and "\udce9" not in state["review"]["feedback"]
+
+
+@pytest.mark.parametrize("output", ["Draft\x00 about databases.", "Draft \ud800 about databases."],
+                         ids=["nul", "lone-surrogate"])
+def test_an_output_is_reviewed_alike_whatever_the_number_of_lessons(memory: Memory, saver: Any,
+                                                                     output: str) -> None:
+    # Over max_lessons (10) the output ranks the lessons: it must not be refused as a query.
+    _seed(memory, *[f"Rule number {i}: mention item {i}." for i in range(11)])
+    calls: list[str] = []
+
+    def draft(state: State) -> dict[str, Any]:
+        calls.append(state["topic"])
+        return {"draft": output}
+
+    builder = StateGraph(State)
+    builder.add_node("draft", human_feedback(draft, memory=memory, graph="writer", review_key="review",
+                                             llm=ReviewModel(apply=lambda lesson: False, lessons=lambda f: [])))
+    builder.add_edge(START, "draft")
+    graph = builder.compile(checkpointer=saver)
+    payload = graph.invoke({"topic": "x"}, config("t1"))["__interrupt__"][0].value
+    assert payload["output"] == output and len(payload["lessons_considered"]) == 10
+    state = graph.invoke(Command(resume=True), config("t1"))
+    assert state["review"]["approved"] is True and calls == ["x"]
+
+
+def test_lessons_are_served_newest_first_when_the_output_cannot_rank_them(tmp_path: Path) -> None:
+    with Memory(tmp_path / "small", embedder=HashEmbedder(), max_text_chars=200) as memory:
+        ids = _seed(memory, *[f"Rule number {i}: mention item {i}." for i in range(11)])
+        found = LessonStore(memory).recall("word " * 500, user_id="alice", place=LessonPlace("writer", "draft"))
+        assert [lesson.id for lesson in found] == ids[::-1][:10]
+
 # -- without a model ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("llm", [None, ReviewModel(fail=True)], ids=["no-model", "model-down"])
@@ -458,6 +531,75 @@ def test_the_last_message_is_reviewed_and_revised_in_place(memory: Memory, saver
     assert state["messages"][-1].content == "Your refund is on its way. [Greet the customer by name.]"
 
 
+
+def _reply_graph(memory: Memory, saver: Any, model: Any) -> Any:
+    builder = StateGraph(Chat)
+    builder.add_node("reply", human_feedback(lambda state: {"messages": [AIMessage("Draft reply.", id="ai-1")]},
+                                             memory=memory, llm=model, graph="support"))
+    builder.add_edge(START, "reply")
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("output", [123, {"junk": 1}, ["just text"], [], True],
+                         ids=["number", "not-a-message", "list-of-text", "empty-list", "boolean"])
+def test_an_own_version_that_is_no_message_is_asked_again_and_the_thread_goes_on(memory: Memory, saver: Any,
+                                                                                 output: Any) -> None:
+    graph = _reply_graph(memory, saver, ReviewModel(lessons=lambda feedback: [feedback]))
+    graph.invoke({"messages": [HumanMessage("Where is my refund?", id="h-1")]}, config("t1"))
+    again = graph.invoke(Command(resume={"output": output, "feedback": "Always greet the customer."}),
+                         config("t1"))
+    payload = again["__interrupt__"][0].value
+    assert "'output' must be text" in payload["error"] and "message" in payload["error"]
+    assert payload["output"] == "Draft reply."
+    assert lessons(memory, graph="support", node="reply") == []  # nothing learned from a refused answer
+    assert graph.get_state(config("t1")).next == ("reply",)  # the thread is readable, still at the review
+    state = graph.invoke(Command(resume={"output": "Hello! Your refund is on its way."}), config("t1"))
+    assert [(m.id, m.content) for m in state["messages"]] == [
+        ("h-1", "Where is my refund?"), ("ai-1", "Hello! Your refund is on its way.")]
+
+
+@pytest.mark.parametrize("output", [{"role": "assistant", "content": "Hello! It is on its way."},
+                                    [{"role": "assistant", "content": "Hello! It is on its way."}],
+                                    AIMessage("Hello! It is on its way.")], ids=["dict", "list", "message"])
+def test_an_own_version_given_as_a_message_replaces_the_reviewed_one(memory: Memory, saver: Any,
+                                                                      output: Any) -> None:
+    graph = _reply_graph(memory, saver, ReviewModel(lessons=lambda feedback: []))
+    graph.invoke({"messages": [HumanMessage("Where is my refund?", id="h-1")]}, config("t1"))
+    state = graph.invoke(Command(resume={"output": output}), config("t1"))
+    assert [(m.type, m.id, m.content) for m in state["messages"]] == [
+        ("human", "h-1", "Where is my refund?"), ("ai", "ai-1", "Hello! It is on its way.")]
+
+
+@pytest.mark.parametrize("output", [123, None, {"text": "x"}, ["x"]], ids=["number", "null", "dict", "list"])
+def test_an_own_version_of_text_must_be_text(memory: Memory, saver: Any, output: Any) -> None:
+    graph = writer(memory, ReviewModel(lessons=lambda feedback: []), saver)
+    graph.invoke({"topic": "x"}, config("t1"))
+    answered = graph.invoke(Command(resume={"output": output, "approved": True}), config("t1"))
+    if output is None:  # null is "no own version", as for every other key of the answer
+        assert answered["draft"] == "Draft 1 about x." and answered["review"]["edited"] is False
+        return
+    assert answered["__interrupt__"][0].value["error"].startswith(
+        "Your answer could not be used: 'output' must be text, as the reviewed 'draft' is")
+    state = graph.invoke(Command(resume={"output": "My draft."}), config("t1"))
+    assert state["draft"] == "My draft." and state["review"]["edited"] is True
+
+
+def test_an_own_version_of_a_structured_value_keeps_its_kind(memory: Memory, saver: Any) -> None:
+    class Plan(TypedDict, total=False):
+        topic: str
+        plan: dict[str, Any]
+
+    builder = StateGraph(Plan)
+    builder.add_node("plan", human_feedback(lambda state: {"plan": {"steps": ["a", "b"]}}, memory=memory,
+                                            llm=None, graph="planner"))
+    builder.add_edge(START, "plan")
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"topic": "x"}, config("t1"))
+    again = graph.invoke(Command(resume={"output": "steps: a, c"}), config("t1"))
+    assert "'output' must be a dict, as the reviewed 'plan' is" in again["__interrupt__"][0].value["error"]
+    state = graph.invoke(Command(resume={"output": {"steps": ["a", "c"]}}), config("t1"))
+    assert state["plan"] == {"steps": ["a", "c"]}
+
 def test_a_command_from_the_node_keeps_its_route(memory: Memory, saver: Any) -> None:
     def draft(state: State) -> Command:  # type: ignore[type-arg]
         return Command(update={"draft": "A draft."}, goto="publish")
@@ -546,6 +688,22 @@ def test_a_review_node_revises_the_last_message_in_place(memory: Memory, saver: 
     assert [m.id for m in state["messages"]] == ["h-1", "ai-1"]
     assert state["messages"][-1].content == "Your refund is on its way. [Greet the customer by name.]"
 
+
+
+def test_a_review_node_takes_the_reviewers_message_in_place_of_the_last(memory: Memory, saver: Any) -> None:
+    builder = StateGraph(Chat)
+    builder.add_node("reply", lambda state: {"messages": [AIMessage("Your refund is on its way.", id="ai-1")]})
+    builder.add_node("check", review_node("messages", memory=memory, llm=None, graph="support", name="check"))
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", "check")
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage("Where is my refund?", id="h-1")]}, config("t1"))
+    again = graph.invoke(Command(resume={"output": 42}), config("t1"))
+    assert "'output' must be text" in again["__interrupt__"][0].value["error"]
+    state = graph.invoke(Command(resume={"output": {"role": "assistant", "content": "Hello! On its way."}}),
+                         config("t1"))
+    assert [(m.id, m.content) for m in state["messages"]] == [("h-1", "Where is my refund?"),
+                                                              ("ai-1", "Hello! On its way.")]
 
 # -- the example --------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ A location is what `CheckpointConfig(location=...)` names: a JSON directory or a
 Without one, the commands use every checkpoint location the namespace keeps for erasure (those
 mnemic's providers wrote to), which needs the store (`--store`/`--server`/`--namespace`).
 What they print comes from the checkpoints (users' inputs, task texts) and from paths: it is
-escaped, never read as rich markup.
+shown through `terminal` (`cell`, `plain`): never read as rich markup, never obeyed by the terminal.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from mnemic.checkpoints import catalog
 from mnemic.checkpoints.owners import CHECKPOINTS_LABEL
 
 from .operator import opened, store_options
+from .terminal import cell, plain
 
 _out = Console(highlight=False, emoji=False)
 _err = Console(stderr=True, highlight=False, emoji=False)
@@ -62,17 +62,17 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
             found.extend(catalog.list_checkpoints(place, branch=branch, user_id=user_id))
         except (FileNotFoundError, ValueError) as exc:
             if location is not None:
-                raise click.ClickException(str(exc)) from exc
-            _err.print(f"[yellow]skipped[/] {escape(f'{place}: {exc}')}")
+                raise click.ClickException(plain(exc)) from exc
+            _err.print(f"[yellow]skipped[/] {cell(f'{place}: {exc}')}")
     if as_json:
         click.echo(json.dumps([info.to_dict() for info in found], indent=2))
         return
-    table = Table(title=f"checkpoints ({len(found)})")
+    table = Table(title=cell(f"checkpoints ({len(found)})"))
     for column in ("id", "branch", "created", "user", "size", "parent", "restore from"):
         table.add_column(column, overflow="fold")
     for info in found:
         where = info.restore_from + (f"  ({info.note})" if info.note else "")
-        table.add_row(*(escape(str(cell)) for cell in (
+        table.add_row(*(cell(value) for value in (
             info.id, info.branch, info.created_at[:19].replace("T", " "), info.user_id or "-", _size(info.size),
             info.parent_id or "-", where)))
     _out.print(table)
@@ -93,7 +93,7 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
         info = catalog.find_checkpoint(reference, places)
         data = catalog.read_data(info)
     except (LookupError, OSError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(plain(exc)) from exc
     if with_data:
         click.echo(data)
         return
@@ -101,28 +101,28 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
     if as_json:
         click.echo(json.dumps({"checkpoint": info.to_dict(), "summary": summary}, indent=2))
         return
-    _out.print(f"[bold]{escape(info.id)}[/]  "
-               + escape(f"{info.format}  branch {info.branch or '-'}  {_size(info.size)}"))
-    _out.print(f"restore from: {info.restore_from}", markup=False)
+    _out.print(f"[bold]{cell(info.id)}[/]  "
+               + cell(f"{info.format}  branch {info.branch or '-'}  {_size(info.size)}"))
+    _out.print(plain(f"restore from: {info.restore_from}"), markup=False)
     if not summary["readable"]:
-        _err.print(f"[red]unreadable:[/] {escape(str(summary['error']))}")
+        _err.print(f"[red]unreadable:[/] {cell(str(summary['error']))}")
         raise SystemExit(1)
-    _out.print(f"user: {summary['user_id'] or info.user_id or '-'}   trigger: {summary['trigger'] or '-'}   "
-               f"events: {summary['events']}   crewai {summary['crewai_version']}", markup=False)
+    _out.print(plain(f"user: {summary['user_id'] or info.user_id or '-'}   trigger: {summary['trigger'] or '-'}   "
+                     f"events: {summary['events']}   crewai {summary['crewai_version']}"), markup=False)
     for entity in summary["entities"]:
-        _out.print(f"{entity['type']} {entity['name']!r}", markup=False)
+        _out.print(plain(f"{entity['type']} {entity['name']!r}"), markup=False)
         if entity.get("inputs"):
-            _out.print(f"  inputs: {json.dumps(entity['inputs'], ensure_ascii=False)}", markup=False)
+            _out.print(plain(f"  inputs: {json.dumps(entity['inputs'], ensure_ascii=False)}"), markup=False)
         if "tasks" in entity:
             table = Table(show_header=True)
             table.add_column("#")
             table.add_column("task", overflow="fold")
             table.add_column("done")
             for number, task in enumerate(entity["tasks"], 1):
-                table.add_row(str(number), escape(str(task["task"])), "yes" if task["done"] else "no")
+                table.add_row(str(number), cell(str(task["task"])), "yes" if task["done"] else "no")
             _out.print(table)
         if entity.get("completed_methods"):
-            _out.print(f"  completed methods: {', '.join(entity['completed_methods'])}", markup=False)
+            _out.print(plain(f"  completed methods: {', '.join(entity['completed_methods'])}"), markup=False)
 
 
 @checkpoints_group.command("prune")
@@ -143,10 +143,10 @@ def prune_command(store: Path, server: str | None, namespace: str, embedder: str
         try:
             results[place] = catalog.prune_checkpoints(place, keep, branch=branch)
         except (FileNotFoundError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(plain(exc)) from exc
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return
     for place, counts in results.items():
-        _out.print(f"{place}: removed {counts['removed']} checkpoints, "
-                   f"{counts['leftovers']} leftovers of crashed writes", markup=False)
+        _out.print(plain(f"{place}: removed {counts['removed']} checkpoints, "
+                         f"{counts['leftovers']} leftovers of crashed writes"), markup=False)

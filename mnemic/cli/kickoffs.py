@@ -2,8 +2,8 @@
 
 They live in the namespace's Chroma database, so these commands read the same store the crews
 write to: `--store` for an embedded store, `--server` for a deployment's Chroma server. What they
-print was written by users and models: it is escaped, so "[redacted secret]" shows as itself
-rather than being read as rich markup.
+print was written by users and models: it goes through `terminal.cell`, so "[redacted secret]" shows
+as itself rather than being read as rich markup, and a control character never reaches the terminal.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from .operator import opened, store_options
+from .terminal import cell
 
 _out = Console(highlight=False, emoji=False)
 
@@ -47,13 +47,13 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
     if as_json:
         click.echo(json.dumps([r.to_dict(with_steps=False) for r in runs], indent=2, ensure_ascii=False))
         return
-    table = Table(title=escape(f"{namespace}: kickoffs ({len(runs)})"))
+    table = Table(title=cell(f"{namespace}: kickoffs ({len(runs)})"))
     for column in ("kickoff", "crew", "user", "started", "updated", "tasks", "replay of"):
         table.add_column(column, overflow="fold")
     for run in runs:
-        table.add_row(escape(run.run_id), escape(run.group_name or run.group), escape(run.user_id or "-"),
+        table.add_row(cell(run.run_id), cell(run.group_name or run.group), cell(run.user_id or "-"),
                       _when(run.started_at.isoformat()), _when(run.updated_at.isoformat()), str(run.step_count),
-                      escape(str(run.meta.get("replay_of") or "-")))
+                      cell(str(run.meta.get("replay_of") or "-")))
     _out.print(table)
 
 
@@ -71,11 +71,11 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
     if as_json:
         click.echo(json.dumps(run.to_dict(), indent=2, ensure_ascii=False))
         return
-    _out.print(f"[bold]{escape(run.run_id)}[/]  crew {escape(run.group_name or '-')} (key {escape(run.group)})  "
-               f"user {escape(run.user_id or '-')}")
+    _out.print(f"[bold]{cell(run.run_id)}[/]  crew {cell(run.group_name or '-')} (key {cell(run.group)})  "
+               f"user {cell(run.user_id or '-')}")
     _out.print(f"started {_when(run.started_at.isoformat())}  updated {_when(run.updated_at.isoformat())}"
-               + (f"  replay of {escape(str(run.meta['replay_of']))}" if run.meta.get("replay_of") else ""))
-    _out.print(f"inputs: {escape(json.dumps(run.inputs, ensure_ascii=False))}")
+               + (f"  replay of {cell(str(run.meta['replay_of']))}" if run.meta.get("replay_of") else ""))
+    _out.print(f"inputs: {cell(json.dumps(run.inputs, ensure_ascii=False))}")
     table = Table()
     for column in ("#", "task id", "task", "agent", "output"):
         table.add_column(column, overflow="fold")
@@ -83,7 +83,7 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
         output = step.output.get("output") or {}
         text = str(output.get("raw") or "")
         task = " ".join(str(output.get("description") or step.output.get("task_name") or "").split())[:80]
-        table.add_row(str(step.index + 1), escape(str(step.output.get("task_id") or "-")), escape(task),
-                      escape(str(step.output.get("agent") or "-")),
-                      escape(text if len(text) <= 400 else text[:399] + "…"))
+        table.add_row(str(step.index + 1), cell(str(step.output.get("task_id") or "-")), cell(task),
+                      cell(str(step.output.get("agent") or "-")),
+                      cell(text if len(text) <= 400 else text[:399] + "…"))
     _out.print(table)

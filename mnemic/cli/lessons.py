@@ -11,12 +11,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from mnemic.core.lessons import Lesson, LessonPlace, LessonStore
 
 from .operator import opened, store_options
+from .terminal import cell, plain
 
 
 def _provenance(lesson: Lesson) -> str:
@@ -28,7 +28,7 @@ def _provenance(lesson: Lesson) -> str:
 
 
 def _table(lessons: list[Lesson], title: str, *, with_reason: bool) -> Table:
-    table = Table(title=escape(title))
+    table = Table(title=cell(title))
     columns = ["id", "created", "user", "where", "state", "taught by", "lesson"]
     if with_reason:
         columns.append("why withdrawn")
@@ -39,7 +39,7 @@ def _table(lessons: list[Lesson], title: str, *, with_reason: bool) -> Table:
                lesson.state, _provenance(lesson), lesson.text]
         if with_reason:
             row.append(lesson.invalid_reason or "")
-        table.add_row(*(escape(cell) for cell in row))  # written by reviewers and models: never markup
+        table.add_row(*(cell(text) for text in row))  # written by reviewers and models: shown, never obeyed
     return table
 
 
@@ -88,7 +88,7 @@ def invalidate_command(store: Path, server: str | None, namespace: str, embedder
         lessons = LessonStore(memory)
         before = lessons.get(lesson_id)
         if before.state == "invalid":
-            click.echo(f"{before.id} was already withdrawn ({before.where}): {before.invalid_reason}")
+            click.echo(plain(f"{before.id} was already withdrawn ({before.where}): {before.invalid_reason}"))
             return
         lesson = lessons.invalidate(lesson_id, reason=reason, actor="operator")
-        click.echo(f"{lesson.id} withdrawn ({lesson.where}): {lesson.invalid_reason}")
+        click.echo(plain(f"{lesson.id} withdrawn ({lesson.where}): {lesson.invalid_reason}"))

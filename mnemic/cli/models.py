@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from mnemic.core.embeddings.weights import (
     EXPECTED_SHA256,
@@ -18,6 +17,8 @@ from mnemic.core.embeddings.weights import (
     fetch_weights,
     find_weights,
 )
+
+from .terminal import cell
 
 _out = Console(highlight=False)
 _err = Console(stderr=True, highlight=False)
@@ -42,7 +43,7 @@ def fetch(directory: Path | None, quiet: bool) -> None:
     try:
         path = fetch_weights(directory, quiet=quiet)
     except (WeightsNotFoundError, WeightsMismatchError) as exc:
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, soft_wrap=True)  # it names paths
+        _err.print(f"[red]error:[/red] {cell(exc)}", markup=True, soft_wrap=True)  # it names paths
         sys.exit(1)
     if quiet:
         click.echo(str(path))
@@ -57,10 +58,10 @@ def info() -> None:
     try:
         path = find_weights()
     except WeightsMismatchError as exc:
-        _err.print(f"[red]✗ weights mismatch:[/red] {escape(str(exc))}", soft_wrap=True)
+        _err.print(f"[red]✗ weights mismatch:[/red] {cell(exc)}", soft_wrap=True)
         sys.exit(1)
     except WeightsNotFoundError as exc:
-        _err.print(f"[red]✗[/red] {escape(str(exc))}", soft_wrap=True)
+        _err.print(f"[red]✗[/red] {cell(exc)}", soft_wrap=True)
         sys.exit(1)
     _out.print(f"model    {MODEL_ID}", markup=False)
     _out.print(f"location {path}", markup=False, soft_wrap=True)

@@ -3,9 +3,10 @@
 Every memory command is per user: listing or erasing across users needs `--all-users` said out
 loud, so a slip of the keyboard never shows one user's facts while looking at another's.
 
-What they print was written by users, agents and documents: it is escaped (`escape`), so a fact
-holding "[/]" or "[link=...]" shows as itself instead of being read as rich markup (which hid text,
-made links, or failed the command after it had changed the store).
+What they print was written by users, agents and documents: it goes through `terminal` (`cell`,
+`plain`), so a fact holding "[/]" or "[link=...]" shows as itself instead of being read as rich markup
+(which hid text, made links, or failed the command after it had changed the store), and a control
+character shows as `\x1b` instead of reaching the terminal.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
@@ -26,6 +26,8 @@ from mnemic.core.lock import acquire_store_lock
 from mnemic.core.memory import Memory
 from mnemic.core.store.chroma import make_persistent_client
 from mnemic.core.store.naming import has_namespace, namespaces
+
+from .terminal import cell, plain
 
 _out = Console(highlight=False, emoji=False)
 _err = Console(stderr=True, highlight=False, emoji=False)
@@ -79,12 +81,12 @@ def opened(store: Path, server: str | None, namespace: str, embedder: str | None
     except click.ClickException:
         raise
     except Exception as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(plain(exc)) from exc
     try:
         yield memory
     except (KeyError, ValueError, TypeError, OSError) as exc:  # OSError: a missing or unreadable file
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        raise click.ClickException(str(message)) from exc
+        raise click.ClickException(plain(message)) from exc  # it may quote stored text
     finally:
         memory.close()
 
@@ -114,12 +116,12 @@ def _open_existing(path: Path, namespace: str, embedder: str | None, *, shown: P
 
 
 def _records_table(records: list[Any], title: str) -> Table:
-    table = Table(title=escape(title))
+    table = Table(title=cell(title))
     for column in ("id", "created", "user", "author", "source", "state", "scope", "fact"):
         table.add_column(column, overflow="fold")
     for r in records:
         state = "expired" if r.is_expired() else r.state
-        table.add_row(*(escape(str(cell)) for cell in (r.id, r.created_at.strftime("%Y-%m-%d %H:%M"), r.user_id,
+        table.add_row(*(cell(value) for value in (r.id, r.created_at.strftime("%Y-%m-%d %H:%M"), r.user_id,
                                                        r.author, r.source_kind, state, r.scope, r.text)))
     return table
 
@@ -172,7 +174,7 @@ def remember_command(store: Path, server: str | None, namespace: str, embedder: 
                                  actor="operator")
         if record is None:
             raise click.ClickException("not stored: the text looks like a secret or sensitive data")
-        _out.print(f"{record.id}  {record.state}  {record.text}", markup=False)
+        _out.print(plain(f"{record.id}  {record.state}  {record.text}"), markup=False)
 
 
 @memory_group.command("recall")
@@ -188,7 +190,7 @@ def recall_command(store: Path, server: str | None, namespace: str, embedder: st
         if not matches:
             _out.print("No relevant memories found.")
         for match in matches:
-            _out.print(f"{match.score:.3f}  {escape(match.record.text)}\n       [dim]{escape(match.explanation)}[/]")
+            _out.print(f"{match.score:.3f}  {cell(match.record.text)}\n       [dim]{cell(match.explanation)}[/]")
 
 
 def _lifecycle(name: str, help_text: str) -> Callable[[Callable[..., Any]], click.Command]:
@@ -200,7 +202,7 @@ def _lifecycle(name: str, help_text: str) -> Callable[[Callable[..., Any]], clic
         def command(store: Path, server: str | None, namespace: str, embedder: str | None, actor: str,
                     record_id: str, **extra: Any) -> None:
             with opened(store, server, namespace, embedder) as memory:
-                _out.print(action(memory, record_id, actor=actor, **extra), markup=False)
+                _out.print(plain(action(memory, record_id, actor=actor, **extra)), markup=False)
 
         return command
 
@@ -237,7 +239,8 @@ def invalidate_command(store: Path, server: str | None, namespace: str, embedder
                        reason: str, record_id: str) -> None:
     """Mark one fact no longer true: kept, hidden, never served."""
     with opened(store, server, namespace, embedder) as memory:
-        _out.print(f"invalidated: {memory.invalidate(record_id, reason=reason, actor=actor).text}", markup=False)
+        _out.print(plain(f"invalidated: {memory.invalidate(record_id, reason=reason, actor=actor).text}"),
+                   markup=False)
 
 
 @memory_group.command("forget")
@@ -263,9 +266,9 @@ def forget_command(store: Path, server: str | None, namespace: str, embedder: st
                                older_than=older_than_days * 86400 if older_than_days is not None else None)
         _out.print(f"erased {int(erased)} facts")
         for label, count in sorted(erased.retained.items()):
-            _out.print(f"erased {count} {label}", markup=False)
+            _out.print(plain(f"erased {count} {label}"), markup=False)
         for place in erased.unreachable:
-            _err.print(f"[yellow]could not erase[/] {escape(str(place))}")
+            _err.print(f"[yellow]could not erase[/] {cell(str(place))}")
 
 
 # -- policy --------------------------------------------------------------------------------------
@@ -336,13 +339,13 @@ def knowledge_add_file(store: Path, server: str | None, namespace: str, embedder
     """Ingest .txt, .md, .json, .csv or .pdf files, chunked with overlap."""
     with opened(store, server, namespace, embedder, create=True) as memory, Progress(console=_err) as bar:
         for path in paths:
-            task = bar.add_task(escape(str(path)), total=None)
+            task = bar.add_task(cell(str(path)), total=None)
 
             def advance(done: int, total: int, task: TaskID = task) -> None:
                 bar.update(task, completed=done, total=total)
 
             result = memory.knowledge.add_file(path, progress=advance)
-            bar.update(task, description=escape(f"{path}: {len(result.added)} chunks"))
+            bar.update(task, description=cell(f"{path}: {len(result.added)} chunks"))
 
 
 @knowledge_group.command("search")
@@ -356,8 +359,8 @@ def knowledge_search(store: Path, server: str | None, namespace: str, embedder: 
         if not hits:
             _out.print("No relevant knowledge found.")
         for hit in hits:
-            source = escape(hit.chunk.source or "no source")
-            _out.print(f"{hit.score:.3f}  {escape(hit.chunk.text)}  [dim]({source})[/]")
+            source = cell(hit.chunk.source or "no source")
+            _out.print(f"{hit.score:.3f}  {cell(hit.chunk.text)}  [dim]({source})[/]")
 
 
 @knowledge_group.command("list")
@@ -371,11 +374,11 @@ def knowledge_list(store: Path, server: str | None, namespace: str, embedder: st
         if as_json:
             _as_json(chunks)
             return
-        table = Table(title=escape(f"{namespace}: knowledge ({len(chunks)})"))
+        table = Table(title=cell(f"{namespace}: knowledge ({len(chunks)})"))
         for column in ("id", "source", "text"):
             table.add_column(column, overflow="fold")
         for chunk in chunks:
-            table.add_row(escape(chunk.id), escape(chunk.source or ""), escape(chunk.text))
+            table.add_row(cell(chunk.id), cell(chunk.source or ""), cell(chunk.text))
         _out.print(table)
 
 
@@ -384,7 +387,7 @@ def knowledge_list(store: Path, server: str | None, namespace: str, embedder: st
 @click.argument("chunk_id")
 def knowledge_delete(store: Path, server: str | None, namespace: str, embedder: str | None, chunk_id: str) -> None:
     with opened(store, server, namespace, embedder) as memory:
-        _out.print(f"deleted: {memory.knowledge.delete(chunk_id).text}", markup=False)
+        _out.print(plain(f"deleted: {memory.knowledge.delete(chunk_id).text}"), markup=False)
 
 
 @knowledge_group.command("clear")

@@ -24,6 +24,7 @@ The store works on a `LessonBackend` (what it needs of a `Memory`), so it never 
 from __future__ import annotations
 
 import builtins
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from typing import Any, Protocol
 from .records import MemoryMatch, MemoryRecord, normalise_text
 from .safety import redact
 from .scopes import ROOT, join_scope
-from .validation import check_limit, check_text, check_user_id
+from .validation import check_limit, check_text, check_user_id, scrub
 
 LESSON_KIND = "lesson"
 LESSONS_ROOT = "/lessons"
@@ -49,6 +50,8 @@ FEEDBACK_KEY = "feedback"
 MAX_LESSON_CHARS = 500
 MAX_LABEL_CHARS = 200
 MAX_LESSONS_PER_REVIEW = 10
+MAX_QUERY_CHARS = 4000  # enough words to rank a place's lessons by; the rest of a long output adds little
+log = logging.getLogger("mnemic")
 _SLUG_BAD = re.compile(r"[^\w.@:+-]+", re.UNICODE)
 
 
@@ -216,25 +219,39 @@ _SUMMARY_FIELDS = ("id", "text", "user_id", "flow", "step", "state", "invalid_re
                    "review", "framework", "feedback", "created_at")
 
 
-def _label(value: Any) -> str | None:
-    """Provenance as stored beside a lesson: one line, screened for secrets like the lesson, capped."""
+def clean_label(value: Any) -> str | None:
+    """Provenance as stored beside a lesson (a reviewer's name, the feedback's excerpt, a thread):
+    one line, repaired like observed text (NUL dropped, a lone surrogate made U+FFFD: a reviewer's
+    paste is not refused halfway through a review), screened for secrets like the lesson, capped.
+    None when nothing is left."""
     if value is None:
         return None
-    text = " ".join(str(value).split())
+    text = " ".join(scrub(str(value)).split())
     if not text:
         return None
     text, _ = redact(text)
     return text if len(text) <= MAX_LABEL_CHARS else text[:MAX_LABEL_CHARS - 1] + "…"
 
 
+def reviewer_actor(reviewer: str | None) -> str:
+    """The audit trail's actor for what a reviewer did to lessons (taught or withdrew them). Built
+    here only, so learning and withdrawing name a reviewer alike, and within an actor's limits: a
+    raw name (long, multi-line, holding a key) was refused as an actor, which made a rejection
+    fail to withdraw the lessons it rejected."""
+    label = clean_label(reviewer)
+    return f"reviewer:{label}" if label else "reviewer"
+
+
 def clean_lessons(texts: Iterable[Any]) -> builtins.list[str]:
-    """Lesson texts as stored: strings only, one line each, trimmed, capped, without repeats."""
+    """Lesson texts as stored: strings only, one line each, repaired like observed text (a model's
+    or a reviewer's NUL would make the store refuse the whole review's lessons), trimmed, capped,
+    without repeats."""
     kept: builtins.list[str] = []
     seen: set[str] = set()
     for text in texts:
         if not isinstance(text, str):
             continue
-        line = " ".join(text.split()).strip(" -*•")
+        line = " ".join(scrub(text).split()).strip(" -*•")
         if not line:
             continue
         if len(line) > MAX_LESSON_CHARS:
@@ -297,13 +314,14 @@ class LessonStore:
             if earlier:
                 return earlier
         meta: dict[str, str | int | float | bool] = dict(metadata or {})
-        provenance = {FLOW_KEY: place.flow, STEP_KEY: place.step, REVIEWER_KEY: _label(reviewer),
-                      REVIEW_KEY: _label(review), FRAMEWORK_KEY: _label(framework), FEEDBACK_KEY: _label(feedback)}
+        provenance = {FLOW_KEY: place.flow, STEP_KEY: place.step, REVIEWER_KEY: clean_label(reviewer),
+                      REVIEW_KEY: clean_label(review), FRAMEWORK_KEY: clean_label(framework),
+                      FEEDBACK_KEY: clean_label(feedback)}
         meta.update({k: v for k, v in provenance.items() if v is not None})
         options: dict[str, Any] = {
             "user_id": owner, "kind": LESSON_KIND, "scope": place.scope(self.root), "author": "user",
-            "source_kind": "feedback", "session_id": _label(thread), "source": source, "metadata": meta,
-            "actor": f"reviewer:{_label(reviewer)}" if reviewer else "reviewer",
+            "source_kind": "feedback", "session_id": clean_label(thread), "source": source, "metadata": meta,
+            "actor": reviewer_actor(reviewer),
             "categories": categories, "importance": importance, "private": private,
         }
         if background:
@@ -333,9 +351,9 @@ class LessonStore:
                  actor: str) -> builtins.list[Lesson]:
         """Withdraw the given lessons of `user_id` learned at `place` (others are left alone)
         and return those withdrawn now. The reason quotes a reviewer, so a secret in it is
-        redacted (as in a lesson's provenance) rather than refusing the withdrawal."""
+        redacted and repaired (as in a lesson's provenance) rather than refusing the withdrawal."""
         owner = check_user_id(user_id)
-        reason, _ = redact(reason)
+        reason, _ = redact(scrub(reason))
         withdrawn = []
         for lesson_id in dict.fromkeys(lesson_ids):
             try:
@@ -364,10 +382,18 @@ class LessonStore:
         # any private record (serving.may_serve); the list below is the operator's and has them all.
         held = [lesson for lesson in self.list(user_id=owner, place=place, limit=100_000)
                 if lesson.record.is_servable() and not (lesson.record.private and lesson.record.source != source)]
-        if len(held) <= limit or query is None or not query.strip():
+        # The query is whatever the step produced (an adapter passes its output), not a question a
+        # caller typed: it is repaired, not refused. A NUL in a node's output failed every review
+        # of a place with more than `limit` lessons, and so every retry of its thread.
+        ranking = " ".join(scrub(query).split())[:MAX_QUERY_CHARS] if query is not None else ""
+        if len(held) <= limit or not ranking:
             return held[:limit]
-        matches = self.memory.recall(query[:4000], user_id=owner, limit=min(limit * 2, 1000),
-                                     scope=place.scope(self.root), kinds=[LESSON_KIND], source=source)
+        try:
+            matches = self.memory.recall(ranking, user_id=owner, limit=min(limit * 2, 1000),
+                                         scope=place.scope(self.root), kinds=[LESSON_KIND], source=source)
+        except ValueError as exc:  # e.g. a Memory whose max_text_chars is below MAX_QUERY_CHARS
+            log.warning("lessons at %s are served newest first: the query could not rank them: %s", place, exc)
+            return held[:limit]
         by_id = {lesson.id: lesson for lesson in held}
         # A slug shared by two places puts both in one scope: only this place's lessons count.
         ranked = [Lesson(m.record, m.score) for m in matches if m.record.id in by_id]
@@ -397,7 +423,7 @@ class LessonStore:
 
     def from_review(self, user_id: str, place: LessonPlace, review: str) -> builtins.list[Lesson]:
         """The lessons one review stored at `place` (withdrawn ones too)."""
-        wanted = _label(review)
+        wanted = clean_label(review)
         return [lesson for lesson in self.list(user_id=user_id, place=place, include_invalid=True, limit=100_000)
                 if lesson.review == wanted]
 
@@ -409,6 +435,8 @@ __all__ = [
     "LessonBackend",
     "LessonPlace",
     "LessonStore",
+    "clean_label",
     "clean_lessons",
+    "reviewer_actor",
     "slug",
 ]

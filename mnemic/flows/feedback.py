@@ -11,7 +11,10 @@ What the reviewer answers (`read_answer`):
   verdicts; otherwise the model (when there is one) judges whether the feedback rejects the output;
 - `True` / `False`: approve / reject, with no feedback;
 - a dict: `{"approved": bool, "feedback": str, "output": <the reviewer's own version>, "reviewer": str}`,
-  every key optional.
+  every key optional (null is the same as leaving a key out).
+
+Feedback is repaired as observed text is (a NUL goes, a lone surrogate becomes U+FFFD); the reviewer's
+name is kept as lessons keep it: one line, secrets redacted, at most 200 characters.
 
 Feedback, outputs and lessons are data in every prompt, never instructions to the model that reads
 them; secrets are taken out of the feedback before any model sees it.
@@ -27,9 +30,10 @@ from typing import Any
 
 from ..core.extraction import segment
 from ..core.fences import FENCE_NOTE, fenced
-from ..core.lessons import MAX_LESSONS_PER_REVIEW, clean_lessons
+from ..core.lessons import MAX_LESSONS_PER_REVIEW, clean_label, clean_lessons
 from ..core.llm import complete_json
 from ..core.safety import REDACTED, redact
+from ..core.validation import scrub
 
 log = logging.getLogger("mnemic.flows")
 
@@ -112,7 +116,7 @@ def read_answer(value: Any) -> ReviewAnswer:
     if isinstance(value, bool):
         return ReviewAnswer(approved=value)
     if isinstance(value, str):
-        text = value.strip()
+        text = scrub(value).strip()
         return ReviewAnswer(approved=verdict_of(text), feedback=text)
     if isinstance(value, Mapping):
         unknown = sorted(str(k) for k in value if k not in ANSWER_KEYS)
@@ -126,12 +130,18 @@ def read_answer(value: Any) -> ReviewAnswer:
         if not isinstance(feedback, str):
             raise AnswerError(f"'feedback' must be text, got {type(feedback).__name__}")
         reviewer = value.get("reviewer")
-        if reviewer is not None and (not isinstance(reviewer, str) or not reviewer.strip()):
+        # Cleaned once, here, so the name the result reports, the lessons carry and the withdrawal's
+        # audit entry records is one and the same (and always one an actor may be).
+        named = clean_label(reviewer) if isinstance(reviewer, str) else None
+        if reviewer is not None and named is None:
             raise AnswerError("'reviewer' must be a non-empty string naming who reviewed")
-        text = feedback.strip()
+        text = scrub(feedback).strip()
         verdict = approved if approved is not None else verdict_of(text)
-        return ReviewAnswer(approved=verdict, feedback=text, output=value.get("output"), edited="output" in value,
-                            reviewer=reviewer.strip() if reviewer else None)
+        # null is "no own version", as null is "not said" for the other keys (a JSON client sends
+        # every optional field); an output that does not fit the reviewed value is the step's to refuse.
+        output = value.get("output")
+        return ReviewAnswer(approved=verdict, feedback=text, output=output, edited=output is not None,
+                            reviewer=named)
     raise AnswerError(
         f"a review answer is feedback text, true/false, or a dict with {', '.join(sorted(ANSWER_KEYS))}; "
         f"got {type(value).__name__}"

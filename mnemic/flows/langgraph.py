@@ -32,6 +32,7 @@ context's `user_id`. A run that names no user is refused when learning is on: le
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -45,11 +46,11 @@ from langgraph.config import get_config
 from langgraph.func import task
 from langgraph.types import interrupt
 
-from ..core.lessons import LessonPlace, LessonStore
+from ..core.lessons import LessonPlace, LessonStore, reviewer_actor
 from ..core.llm import check_llm
 from ..tools.langchain import USER_KEY, IdentityError, run_identity
 from .feedback import AnswerError, ReviewAnswer, distil, read_answer, revise
-from .node_output import is_message, rebuilt, text_of, update_parts, with_text
+from .node_output import edited, is_message, rebuilt, text_of, update_parts, with_text
 
 if TYPE_CHECKING:
     from ..core.memory import Memory
@@ -203,13 +204,18 @@ class FeedbackStep:
             payload["error"] = f"Your answer could not be used: {error}. Answer again."
         return payload
 
-    def ask(self, payload_for: Callable[[str | None], dict[str, Any]]) -> ReviewAnswer:
-        """Interrupt until the reviewer gives an answer the step can read (each retry is a new
-        interrupt of this node, so earlier answers replay in order on resume)."""
+    def ask(self, payload_for: Callable[[str | None], dict[str, Any]], key: str, value: Any,
+            text: str | None) -> ReviewAnswer:
+        """Interrupt until the reviewer gives an answer the step can read and whose own version
+        fits the reviewed value (each retry is a new interrupt of this node, so earlier answers
+        replay in order on resume). The answer's `output` is then the value the key will hold."""
         error: str | None = None
         for _ in range(MAX_ASKS):
             try:
-                return read_answer(interrupt(payload_for(error), **_INTERRUPT_OPTIONS))
+                answer = read_answer(interrupt(payload_for(error), **_INTERRUPT_OPTIONS))
+                if not answer.edited:
+                    return answer
+                return dataclasses.replace(answer, output=edited(value, text, answer.output, key))
             except AnswerError as exc:
                 error = str(exc)
         raise AnswerError(f"no usable review answer after {MAX_ASKS} tries; the last problem: {error}")
@@ -248,7 +254,7 @@ class FeedbackStep:
                           f"output this lesson changed" + (f": {answer.feedback}" if answer.feedback else ""))
                 withdrawn = self.lessons.withdraw(result["lessons_applied"], user_id=run.user_id,
                                                   place=run.place, reason=reason[:2000],
-                                                  actor=f"reviewer:{reviewer}")
+                                                  actor=reviewer_actor(reviewer))
                 result["lessons_withdrawn"] = [lesson.id for lesson in withdrawn]
             if not learned:
                 learned = self.lessons.learn(
@@ -264,8 +270,7 @@ class FeedbackStep:
     def finish(self, update: Any, values: dict[str, Any], key: str, value: Any, text: str | None,
                answer: ReviewAnswer, pre: dict[str, Any], result: dict[str, Any]) -> Any:
         if answer.edited:
-            final = with_text(value, answer.output) if text is not None and isinstance(answer.output, str) \
-                else answer.output
+            final = answer.output  # already fitted to the reviewed value by `ask`
         elif pre["revised"]:
             final = with_text(value, pre["output"])
         else:
@@ -282,7 +287,7 @@ class FeedbackStep:
         value = values[key]
         text = text_of(value)
         pre: dict[str, Any] = _as_task(PREREVIEW_TASK, lambda: self.prereview(run, text)).result()
-        answer = self.ask(lambda error: self.payload(run, key, value, text, pre, error))
+        answer = self.ask(lambda error: self.payload(run, key, value, text, pre, error), key, value, text)
         result = self.conclude(run, answer, pre)
         return self.finish(update, values, key, value, text, answer, pre, result)
 
@@ -295,7 +300,7 @@ class FeedbackStep:
             return await asyncio.to_thread(self.prereview, run, text)
 
         pre: dict[str, Any] = await _as_task(PREREVIEW_TASK, prereview)
-        answer = self.ask(lambda error: self.payload(run, key, value, text, pre, error))
+        answer = self.ask(lambda error: self.payload(run, key, value, text, pre, error), key, value, text)
         result = await asyncio.to_thread(self.conclude, run, answer, pre)
         return self.finish(update, values, key, value, text, answer, pre, result)
 
