@@ -157,6 +157,14 @@ def test_an_unforeseen_failure_is_an_error_line_not_a_traceback(  # type: ignore
     assert "Error: RuntimeError: the disk said no" in out and "Traceback" not in out
 
 
+def test_an_error_quoting_stored_text_is_one_line(run) -> None:  # type: ignore[no-untyped-def]
+    # A reason holding a line break made the "Error: ..." of `memory confirm` two lines.
+    record_id = run("memory", "remember", "--user", "alice", "Alice has a boat.").split()[0]
+    run("memory", "invalidate", "--reason", "sold it\nError: fake second line", record_id)
+    out = run("memory", "confirm", record_id, ok=False)
+    assert out.count("\n") == 1 and out.startswith("Error: ") and "sold it\\nError: fake second line" in out
+
+
 # ESC sequences that clear the screen, recolour, retitle the window (OSC ... BEL), a carriage return
 # that rewrites the line, a C1 CSI, and a bidi override that reverses what follows on screen.
 CONTROL = "Prices \x1b[2J\x1b[31min red\x1b[0m \x1b]0;pwned\x07 over\rwritten \x9b1m \u202eesrever"

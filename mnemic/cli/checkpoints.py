@@ -20,7 +20,7 @@ from mnemic.checkpoints import catalog
 from mnemic.checkpoints.owners import CHECKPOINTS_LABEL
 
 from .operator import opened, store_options
-from .terminal import cell, plain
+from .terminal import cell, one_line, plain
 
 _out = Console(highlight=False, emoji=False)
 _err = Console(stderr=True, highlight=False, emoji=False)
@@ -62,7 +62,7 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
             found.extend(catalog.list_checkpoints(place, branch=branch, user_id=user_id))
         except (FileNotFoundError, ValueError) as exc:
             if location is not None:
-                raise click.ClickException(plain(exc)) from exc
+                raise click.ClickException(one_line(exc)) from exc
             _err.print(f"[yellow]skipped[/] {cell(f'{place}: {exc}')}")
     if as_json:
         click.echo(json.dumps([info.to_dict() for info in found], indent=2))
@@ -93,7 +93,7 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
         info = catalog.find_checkpoint(reference, places)
         data = catalog.read_data(info)
     except (LookupError, OSError, ValueError) as exc:
-        raise click.ClickException(plain(exc)) from exc
+        raise click.ClickException(one_line(exc)) from exc
     if with_data:
         click.echo(data)
         return
@@ -143,7 +143,7 @@ def prune_command(store: Path, server: str | None, namespace: str, embedder: str
         try:
             results[place] = catalog.prune_checkpoints(place, keep, branch=branch)
         except (FileNotFoundError, ValueError) as exc:
-            raise click.ClickException(plain(exc)) from exc
+            raise click.ClickException(one_line(exc)) from exc
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return

@@ -12,7 +12,7 @@ from .kickoffs import kickoffs_group
 from .lessons import lessons_group
 from .models import models
 from .operator import knowledge_group, memory_group, policy_group
-from .terminal import plain
+from .terminal import one_line
 
 
 def _version() -> str:
@@ -32,7 +32,7 @@ class _Commands(click.Group):
         except (click.ClickException, click.Abort, click.exceptions.Exit):
             raise
         except Exception as exc:
-            raise click.ClickException(plain(f"{type(exc).__name__}: {exc}")) from exc
+            raise click.ClickException(one_line(f"{type(exc).__name__}: {exc}")) from exc
 
 
 @click.group(cls=_Commands)

@@ -27,7 +27,7 @@ from mnemic.core.memory import Memory
 from mnemic.core.store.chroma import make_persistent_client
 from mnemic.core.store.naming import has_namespace, namespaces
 
-from .terminal import cell, plain
+from .terminal import cell, one_line, plain
 
 _out = Console(highlight=False, emoji=False)
 _err = Console(stderr=True, highlight=False, emoji=False)
@@ -81,12 +81,12 @@ def opened(store: Path, server: str | None, namespace: str, embedder: str | None
     except click.ClickException:
         raise
     except Exception as exc:
-        raise click.ClickException(plain(exc)) from exc
+        raise click.ClickException(one_line(exc)) from exc
     try:
         yield memory
     except (KeyError, ValueError, TypeError, OSError) as exc:  # OSError: a missing or unreadable file
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        raise click.ClickException(plain(message)) from exc  # it may quote stored text
+        raise click.ClickException(one_line(message)) from exc  # it may quote stored text
     finally:
         memory.close()
 

@@ -9,7 +9,9 @@ command therefore prints stored text through this module:
 - `plain(value)`: control characters (C0 other than line feed and tab, DEL, C1) and the
   bidirectional overrides that reorder what the eye reads are written out as Python writes them
   (`\\x1b`, `\\u202e`), so the operator sees that they are there and the terminal never acts on them;
-- `cell(value)`: `plain`, then escaped for rich markup: for a table cell or a line printed with markup.
+- `cell(value)`: `plain`, then escaped for rich markup: for a table cell or a line printed with markup;
+- `one_line(value)`: `plain` with line feeds and tabs written out too: for an `Error:` line, which is
+  one line whatever the stored text it quotes (a reason, a fact) holds.
 
 `--json` output is left to `json.dumps`, which escapes control characters itself.
 """
@@ -34,9 +36,14 @@ def plain(value: Any) -> str:
     return str(value).translate(_VISIBLE)
 
 
+def one_line(value: Any) -> str:
+    """`value` as one line a terminal shows and never obeys."""
+    return plain(value).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def cell(value: Any) -> str:
     """`value` as a table cell, or a part of a line printed with rich markup."""
     return escape(plain(value))
 
 
-__all__ = ["cell", "plain"]
+__all__ = ["cell", "one_line", "plain"]
