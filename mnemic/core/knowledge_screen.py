@@ -5,7 +5,9 @@ each passage alone misses one that a chunk boundary cuts in two: a PDF page endi
 password:" and the next starting with the password, or a long CSV cell chunked without overlap.
 So besides each passage, the seam between neighbours (the tail of one joined to the head of the
 next) is screened too, and a secret found there refuses the passage(s) its characters fall in,
-exactly as if the passage had held it whole.
+exactly as if the passage had held it whole. Only what the join reveals counts: a hit the cut tail
+or head shows on its own comes from cutting it away from its context (a key block's base64 line
+without its "BEGIN PUBLIC KEY" header), and the passage screened whole has already been judged.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ def screen(texts: Sequence[str]) -> list[list[str]]:
     for i in range(len(texts) - 1):
         tail, head = _tail(texts[i]), _head(texts[i + 1])
         seam = len(tail) + 1
+        alone = [(h.start, h.end) for h in find_secrets(tail)]
+        alone += [(h.start + seam, h.end + seam) for h in find_secrets(head)]
         for hit in find_secrets(tail + "\n" + head):
+            if any(hit.start < end and start < hit.end for start, end in alone):
+                continue
             if hit.start < len(tail):
                 kinds[i].add(hit.kind)
             if hit.end > seam:
