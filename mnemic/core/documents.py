@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .validation import check_clean
+
 CHUNK_CHARS = 800
 OVERLAP_CHARS = 100
 
@@ -166,7 +168,27 @@ def read_document(path: Path, *, size: int = CHUNK_CHARS, overlap: int = OVERLAP
             passages = chunk_text(text.replace("\r\n", "\n"), size=size, overlap=overlap)
     if not passages:
         raise DocumentError(f"{path} has no text to add")
+    for passage in passages:
+        _check_storable(path, passage)
     return passages
+
+
+def _check_storable(path: Path, passage: Passage) -> None:
+    """The check `knowledge.add()` applies to text, for a file's text: a NUL (a binary file, or a
+    JSON "\\u0000") or a lone surrogate (a JSON "\\ud800" with no pair) cannot be stored, and
+    used to be stored or to fail inside the store with a message naming no file."""
+    try:
+        check_clean(passage.text, name="text")
+    except ValueError:
+        index = next(i for i, ch in enumerate(passage.text) if ch == "\x00" or 0xD800 <= ord(ch) <= 0xDFFF)
+        char = passage.text[index]
+        what = ("a NUL character (\\x00)" if char == "\x00"
+                else f"a lone surrogate (\\u{ord(char):04x}, not valid Unicode)")
+        where = f"page {passage.page}, " if passage.page is not None else ""
+        section = f" ({passage.section})" if passage.section else ""
+        raise DocumentError(
+            f"{path} holds {what} at {where}character {passage.char_start + index} of its text{section}; "
+            "fix the file (nothing of it was added)") from None
 
 
 def _read_text(path: Path) -> str:

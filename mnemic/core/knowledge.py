@@ -5,10 +5,8 @@ a conversation path (remember, remember_many, extraction) holds a reference to i
 conversation can write into what every user reads; reads take no user id because every caller
 of the namespace sees the same knowledge.
 
-Ingest order: parse and check everything, embed everything, then write. The generation is bumped
-first, then chunks, audit entries and the lexical index are written; if any write fails, what was
-written is deleted again, so a failed ingest leaves the store as it was, and a crash in between
-leaves a generation the lexical index does not match, which makes the next open re-sync it.
+This module checks an operator's calls and hands the work to its parts: writing
+(knowledge_ingest.py), removing (knowledge_erasure.py), ranking (knowledge_search.py).
 """
 
 from __future__ import annotations
@@ -17,12 +15,9 @@ import builtins
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from .documents import (
     CHUNK_CHARS,
@@ -36,17 +31,16 @@ from .documents import (
 from .embeddings import Embedder
 from .gate import OpenGate
 from .history import HistoryEntry
-from .knowledge_audit import audit_entries, new_generation, undo
 from .knowledge_chunks import (
-    ChunkKind,
     IngestResult,
     KnowledgeChunk,
     KnowledgeHit,
     RefusedChunk,
-    chunk_id,
     from_row,
-    to_metadata,
 )
+from .knowledge_erasure import KnowledgeEraser
+from .knowledge_identity import normalise_source
+from .knowledge_ingest import Document, Ingest, Piece, screened
 from .knowledge_input import (
     Progress,
     check_actor,
@@ -60,17 +54,12 @@ from .knowledge_input import (
 from .knowledge_search import KNOWLEDGE_OWNER, KnowledgeRanker
 from .lexical import LexicalIndex
 from .ranking import RecallWeights
-from .records import text_hash, utcnow
-from .safety import contains_secret, find_secrets
 from .scrub import Scrubber
-from .store import StoredRow
 from .store.knowledge import KnowledgeCollection
-from .validation import check_clean, check_limit, check_min_score, check_text
+from .validation import check_clean, check_limit, check_min_score, check_text, scrub
 
 log = logging.getLogger("mnemic")
 
-
-EMBED_BATCH = 128
 # Text given to add() (not verbatim) is chunked; a whole book fits, a runaway input does not.
 MAX_KNOWLEDGE_TEXT_CHARS = 5_000_000
 SERVER_SYNC_INTERVAL_S = 2.0
@@ -102,11 +91,11 @@ class KnowledgeStore:
         self._policy = policy
         self._max_text_chars = max_text_chars
         self._single_writer = single_writer
-        self._scrubber = scrubber
         # Fields named by the caller (source, added_by, reason) raise SecretRefusedError; chunks
         # holding a secret are skipped, reported in IngestResult.refused and counted in stats.
         self._refuse_secrets = refuse_secrets
-        self._count_secrets = count_secrets
+        self._eraser = KnowledgeEraser(self._collection, lexical, scrubber)
+        self._ingest = Ingest(self._collection, lexical, self._eraser, embedder, count_secrets)
         self._ranker = KnowledgeRanker(self._collection, lexical, embedder, weights)
         self._lock = threading.RLock()
         self._last_sync = 0.0
@@ -134,7 +123,8 @@ class KnowledgeStore:
 
         By default the text is distilled into facts: by the Memory's LLM when one is configured,
         otherwise by chunking it into standalone passages. `verbatim=True` stores it as one fact,
-        exactly as written. Re-adding text already stored adds nothing.
+        exactly as written. Text accumulates under its source; re-adding text the source already
+        holds (the same words, whitespace aside) adds nothing.
         """
         self._gate.check()
         if not isinstance(verbatim, bool):
@@ -145,7 +135,7 @@ class KnowledgeStore:
         self._refuse_secrets("this knowledge.add()", source=origin)
         if verbatim:
             clean = check_text(text, max_chars=self._max_text_chars)
-            pieces: list[tuple[Passage, ChunkKind]] = [(Passage(clean, 0, len(clean)), "verbatim")]
+            pieces = screened([Passage(clean, 0, len(clean))], "verbatim")
         else:
             if not isinstance(text, str):
                 raise TypeError(f"text must be a string, got {type(text).__name__}")
@@ -156,7 +146,7 @@ class KnowledgeStore:
                                  "Add a long document as a file (add_file) or in parts.")
             check_clean(text, name="text")
             pieces = self._distil(text.replace("\r\n", "\n"))
-        return self._ingest([(origin, pieces)], actor=actor, progress=callback)
+        return self._run([Document(origin, pieces)], actor=actor, progress=callback)
 
     def add_file(
         self,
@@ -167,15 +157,21 @@ class KnowledgeStore:
         progress: Progress | None = None,
     ) -> IngestResult:
         """Add a .txt, .md, .json, .csv or .pdf file, chunked with overlap; each chunk keeps the
-        file as its source (or `source`) and its position in the file."""
+        file as its source (or `source`) and its position in the file.
+
+        The source then holds what the file says now: adding a file again after editing it keeps
+        the passages it still holds, adds the new ones and removes (erases, as `delete` does) the
+        source's chunks the file no longer holds, listed in the result's `removed`. Text added with
+        `add()` under the same source counts as the source's and is replaced too."""
         self._gate.check()
         file = check_path(path)
-        origin = check_source(source) or str(path)
+        origin = check_source(source if source is not None else str(path))
         actor = check_actor(added_by)
         callback = check_progress(progress)
         self._refuse_secrets("this knowledge.add_file()", source=origin)
         passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
-        return self._ingest([(origin, [(p, "passage") for p in passages])], actor=actor, progress=callback)
+        return self._run([Document(origin, screened(passages, "passage"), replaces=True)], actor=actor,
+                         progress=callback)
 
     def add_files(
         self,
@@ -185,7 +181,8 @@ class KnowledgeStore:
         progress: Progress | None = None,
     ) -> IngestResult:
         """Add several files in one all-or-nothing ingest. A directory adds every supported file
-        under it (others are skipped); a file named explicitly must be supported."""
+        under it (others are skipped); a file named explicitly must be supported. Each file is
+        its own source and replaces what that source held, as in `add_file`."""
         self._gate.check()
         if isinstance(paths, (str, Path)):
             paths = [paths]
@@ -203,106 +200,38 @@ class KnowledgeStore:
             raise DocumentError(
                 f"no files to add (supported types: {', '.join(SUPPORTED_SUFFIXES)})")
         self._refuse_secrets("this knowledge.add_files()", source=[str(f) for f in files])
-        documents: list[tuple[str | None, list[tuple[Passage, ChunkKind]]]] = []
+        documents: list[Document] = []
         for file in dict.fromkeys(files):
             passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
-            pieces: list[tuple[Passage, ChunkKind]] = [(p, "passage") for p in passages]
-            documents.append((str(file), pieces))
-        return self._ingest(documents, actor=actor, progress=callback)
+            documents.append(Document(check_source(str(file)), screened(passages, "passage"), replaces=True))
+        return self._run(documents, actor=actor, progress=callback)
 
-    def _distil(self, text: str) -> list[tuple[Passage, ChunkKind]]:
-        passages = chunk_text(text, size=self.chunk_chars, overlap=self.overlap_chars)
+    def _distil(self, text: str) -> list[Piece]:
+        passages = screened(chunk_text(text, size=self.chunk_chars, overlap=self.overlap_chars), "passage")
         if not passages:
             raise ValueError("text is empty: give the knowledge to add")
         llm = self._llm()
         if llm is None:
-            return [(p, "passage") for p in passages]
-        out: list[tuple[Passage, ChunkKind]] = []
-        for passage in passages:
-            if contains_secret(passage.text):
-                out.append((passage, "passage"))  # never sent to a provider; _ingest refuses it
+            return passages
+        out: list[Piece] = []
+        for piece in passages:
+            passage = piece.passage
+            if piece.secrets:
+                out.append(piece)  # never sent to a provider; the ingest refuses it
                 continue
             facts = distil_with_llm(llm, passage.text)
             if not facts:
                 # The model gave nothing usable: the operator's words are kept as written.
-                out.append((passage, "passage"))
+                out.append(piece)
                 continue
-            out.extend((Passage(fact, passage.char_start, passage.char_end, passage.section, passage.page),
-                        "fact") for fact in facts)
+            # A model's words are made storable rather than refused (as for extraction), and screened.
+            out.extend(screened([Passage(scrub(fact), passage.char_start, passage.char_end, passage.section,
+                                         passage.page) for fact in facts], "fact"))
         return out
 
-    def _ingest(self, documents: Sequence[tuple[str | None, Sequence[tuple[Passage, ChunkKind]]]], *,
-                actor: str, progress: Progress | None) -> IngestResult:
-        ingest_id = uuid.uuid4().hex
-        now = utcnow()
-        chunks: list[KnowledgeChunk] = []
-        refused: list[RefusedChunk] = []
-        seen: set[str] = set()
-        for origin, pieces in documents:
-            for position, (passage, kind) in enumerate(pieces):
-                secrets = find_secrets(passage.text)
-                if secrets:
-                    refused.append(RefusedChunk(
-                        source=origin, position=position, char_start=passage.char_start, char_end=passage.char_end,
-                        page=passage.page, section=passage.section, kinds=sorted({h.kind for h in secrets})))
-                    self._count_secrets([h.kind for h in secrets])
-                    continue
-                digest = text_hash(passage.text)
-                if digest in seen:
-                    continue  # the same passage twice in one ingest is stored once
-                seen.add(digest)
-                chunks.append(KnowledgeChunk(
-                    id=chunk_id(digest), text=passage.text, hash=digest, kind=kind, source=origin,
-                    position=position, char_start=passage.char_start, char_end=passage.char_end,
-                    section=passage.section, page=passage.page, added_by=actor, added_at=now,
-                    ingest_id=ingest_id,
-                ))
-        if refused:
-            log.warning("knowledge ingest skipped %d chunk(s) holding a secret: %s", len(refused),
-                        "; ".join(f"{r.location()} ({', '.join(r.kinds)})" for r in refused[:10]))
-        if not chunks:
-            if refused:
-                return IngestResult(added=[], duplicates=[], refused=refused)
-            raise ValueError("nothing to add: the input has no text")
+    def _run(self, documents: list[Document], *, actor: str, progress: Progress | None) -> IngestResult:
         with self._lock:
-            existing = self._collection.existing_ids([c.id for c in chunks])
-            fresh = [c for c in chunks if c.id not in existing]
-            duplicates = [from_row(r) for r in self._collection.get(sorted(existing))] if existing else []
-            total = len(fresh)
-            if progress is not None:
-                progress(0, total)
-            if not fresh:
-                return IngestResult(added=[], duplicates=duplicates, refused=refused)
-            vectors = self._embed([c.text for c in fresh], progress=progress, total=total)
-            self._write(fresh, vectors, actor=actor)
-            return IngestResult(added=fresh, duplicates=duplicates, refused=refused)
-
-    def _embed(self, texts: list[str], *, progress: Progress | None, total: int) -> np.ndarray:
-        parts = []
-        for start in range(0, len(texts), EMBED_BATCH):
-            parts.append(self._embedder().embed(texts[start:start + EMBED_BATCH]))
-            if progress is not None:
-                progress(min(start + EMBED_BATCH, total), total)
-        return np.concatenate(parts, axis=0)
-
-    def _write(self, chunks: list[KnowledgeChunk], vectors: np.ndarray, *, actor: str) -> None:
-        generation = new_generation()
-        entries = audit_entries("add", chunks, actor=actor, group=chunks[0].ingest_id)
-        rows = [StoredRow(id=c.id, document=c.text, metadata=to_metadata(c), embedding=v)
-                for c, v in zip(chunks, vectors, strict=True)]
-        self._collection.set_generation(generation)
-        self._collection.add(rows)  # deletes its own partial writes on failure
-        try:
-            self._collection.add_history(entries)
-            self._lexical.upsert((c.id, self._collection.name, KNOWLEDGE_OWNER, c.text, 1) for c in chunks)
-        except BaseException:
-            ids = [c.id for c in chunks]
-            undo("delete the chunks just written", lambda: self._collection.delete(ids))
-            undo("unindex the chunks just written", lambda: self._lexical.delete(self._collection.name, ids))
-            undo("drop the audit entries just written",
-                  lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
-            raise
-        self._lexical.set_watermark(self._collection.name, generation)
+            return self._ingest.run(documents, actor=actor, progress=progress)
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -316,7 +245,9 @@ class KnowledgeStore:
     ) -> list[KnowledgeHit]:
         """The chunks most relevant to `query`, best first, each explained. Same hybrid ranking
         as memory recall (dense + FTS5 word matches scored by coverage, fused with the Memory's weights).
-        `source` keeps only chunks from that source (or those sources)."""
+        `source` keeps only chunks from that source (or those sources), found among that source's
+        chunks alone however many others rank higher. A passage stored under several sources
+        is returned once."""
         self._gate.check()
         query_text = check_text(query, name="query", max_chars=self._max_text_chars)
         limit = check_limit(limit)
@@ -340,9 +271,8 @@ class KnowledgeStore:
             raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
         if source is not None and not isinstance(source, str):
             raise TypeError(f"source must be a string (a source as `sources()` lists it), got {type(source).__name__}")
-        chunks = [from_row(r) for r in self._collection.iterate()]
-        if source is not None:
-            chunks = [c for c in chunks if c.source == source]
+        chunks = [from_row(r) for r in self._collection.iterate(sources=None if source is None
+                                                                 else [normalise_source(source)])]
         chunks.sort(key=lambda c: (c.added_at, c.ingest_id or "", c.source or "", c.position, c.id))
         return chunks[offset:offset + limit]
 
@@ -376,20 +306,22 @@ class KnowledgeStore:
         self._refuse_secrets("this knowledge.delete()", actor=actor, reason=reason)
         with self._lock:
             chunk = self.get(chunk_id)
-            self._remove([chunk], actor=check_actor(actor), reason=reason)
+            self._eraser.remove([chunk], actor=check_actor(actor), reason=reason)
             return chunk
 
     def delete_source(self, source: str, *, actor: str = "operator", reason: str | None = None) -> int:
-        """Remove every chunk of one source (before re-adding a changed file); returns how many."""
+        """Remove every chunk of one source (named as `sources()` lists it, or as it was given
+        when added); returns how many. Other sources holding the same passage keep theirs."""
         self._gate.check()
-        if not isinstance(source, str) or not source:
+        if not isinstance(source, str) or not source.strip():
             raise ValueError("source must be a non-empty string, as shown by sources()")
+        name = normalise_source(source)
         self._refuse_secrets("this knowledge.delete_source()", actor=actor, reason=reason)
         with self._lock:
-            doomed = [c for c in (from_row(r) for r in self._collection.iterate()) if c.source == source]
+            doomed = [from_row(r) for r in self._collection.iterate(sources=[name])]
             if not doomed:
-                raise KeyError(f"no knowledge from source {source!r} in namespace {self.namespace!r}")
-            self._remove(doomed, actor=check_actor(actor), reason=reason)
+                raise KeyError(f"no knowledge from source {name!r} in namespace {self.namespace!r}")
+            self._eraser.remove(doomed, actor=check_actor(actor), reason=reason)
             return len(doomed)
 
     def clear(self, *, confirm: bool = False, actor: str = "operator") -> int:
@@ -406,45 +338,8 @@ class KnowledgeStore:
         who = check_actor(actor)
         with self._lock:
             chunks = [from_row(r) for r in self._collection.iterate()]
-            self._collection.set_generation(new_generation())
-            if chunks:
-                self._collection.add_history(audit_entries("delete", chunks, actor=who, reason="cleared",
-                                                              group="clear"))
-            self._collection.clear()
-            self._lexical.drop_collection(self._collection.name)
-            generation = self._collection.generation()
-            if generation is not None:
-                self._lexical.set_watermark(self._collection.name, generation)
-            self._erase_texts(None, dropped=True)
+            self._eraser.clear(chunks, actor=who)
             return len(chunks)
-
-    def _erase_texts(self, chunk_ids: Sequence[str] | None, *, dropped: bool = False) -> None:
-        """Erasure that erases: the removed chunks' texts leave the audit trail (None: every
-        entry's), and the store's files (see scrub.py)."""
-        redacted = self._collection.redact_history(chunk_ids)
-        if self._scrubber is None:
-            return
-        chunks, audit = self._collection.handles()
-        if chunk_ids and not dropped:
-            self._scrubber.rebuild_if_logged(chunks, self._collection.name, chunk_ids)
-        self._scrubber.rebuild_if_logged(audit, self._collection.history_name, redacted)
-        self._collection.forget_handles()
-        self._scrubber.finish()
-
-    def _remove(self, chunks: builtins.list[KnowledgeChunk], *, actor: str, reason: str | None) -> None:
-        generation = new_generation()
-        entries = audit_entries("delete", chunks, actor=actor, reason=reason)
-        self._collection.set_generation(generation)
-        self._collection.add_history(entries)
-        try:
-            self._collection.delete([c.id for c in chunks])
-        except BaseException:
-            undo("drop the audit entries of a failed delete",
-                  lambda: self._collection.delete_history([e["entry_id"] for e in entries]))
-            raise
-        self._lexical.delete(self._collection.name, (c.id for c in chunks))
-        self._lexical.set_watermark(self._collection.name, generation)
-        self._erase_texts([c.id for c in chunks])
 
     # -- policy -----------------------------------------------------------------------------------
 
@@ -462,7 +357,27 @@ class KnowledgeStore:
     # -- repair -----------------------------------------------------------------------------------
 
     def repair(self) -> int:
-        """Bring the lexical index in line with the knowledge collection; returns entries changed."""
+        """Finish any removal a crash interrupted (knowledge_erasure.py), bring stored source names
+        to the form every path compares, and the lexical index in line with the collection.
+        Runs whenever the store is opened; returns how many chunks and index entries it changed."""
+        with self._lock:
+            finished = self._eraser.finish_unfinished()
+            self._normalise_sources()
+            return finished + self._sync_lexical()
+
+    def _normalise_sources(self) -> None:
+        """Once per store: source names written before they were normalised (NFC, stripped)."""
+        if self._collection.layout() >= 2:
+            return
+        changes = {}
+        for row in self._collection.iterate(documents=False):
+            stored = row.metadata.get("source")
+            if isinstance(stored, str) and normalise_source(stored) != stored:
+                changes[row.id] = normalise_source(stored)
+        self._collection.set_sources(changes)
+        self._collection.set_layout(2)
+
+    def _sync_lexical(self) -> int:
         with self._lock:
             generation = self._collection.generation()
             name = self._collection.name
@@ -487,7 +402,7 @@ class KnowledgeStore:
         now = time.monotonic()
         if now - self._last_sync >= SERVER_SYNC_INTERVAL_S:
             self._last_sync = now
-            self.repair()
+            self._sync_lexical()
 
 
 __all__ = [

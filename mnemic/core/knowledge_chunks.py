@@ -1,5 +1,6 @@
 """The forms of knowledge: a chunk (its text and where it came from), a search hit, an ingest's
-result, and how a chunk is kept in Chroma (its id is derived from its text, so dedup is a lookup)."""
+result, and how a chunk is kept in Chroma (its id is derived from its source and text, see
+knowledge_identity.py, so dedup is a lookup)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .records import ScoreBreakdown, one_line, text_hash
+from .knowledge_identity import content_digest
+from .records import ScoreBreakdown, one_line
 from .store import StoredRow
 
 ChunkKind = Literal["passage", "fact", "verbatim"]
@@ -96,24 +98,20 @@ class RefusedChunk(BaseModel):
 
 
 class IngestResult(BaseModel):
-    """What an add call did: the chunks it wrote, the ones that were already stored, and the ones
-    refused because they hold a secret (skipped; the rest of the ingest goes ahead)."""
+    """What an add call did: the chunks it wrote, the ones that were already stored, the ones
+    refused because they hold a secret (skipped; the rest of the ingest goes ahead), and the ones
+    removed because a file added again no longer holds them."""
 
     model_config = ConfigDict(frozen=True)
 
     added: list[KnowledgeChunk]
     duplicates: list[KnowledgeChunk]
     refused: list[RefusedChunk] = []
+    removed: list[KnowledgeChunk] = []
 
     @property
     def chunks(self) -> list[KnowledgeChunk]:
         return [*self.added, *self.duplicates]
-
-
-def chunk_id(text_hash_value: str) -> str:
-    # Derived from the content, so dedup is a lookup by id; the prefix keeps knowledge ids apart
-    # from memory's uuid hex ids in the shared lexical index.
-    return "k" + text_hash_value
 
 
 def to_metadata(chunk: KnowledgeChunk) -> dict[str, Any]:
@@ -131,7 +129,7 @@ def to_metadata(chunk: KnowledgeChunk) -> dict[str, Any]:
 def from_row(row: StoredRow) -> KnowledgeChunk:
     meta = row.metadata
     return KnowledgeChunk(
-        id=row.id, text=row.document, hash=str(meta.get("hash") or text_hash(row.document)),
+        id=row.id, text=row.document, hash=str(meta.get("hash") or content_digest(row.document)),
         kind=meta.get("kind", "passage"), source=meta.get("source"), position=int(meta.get("position", 0)),
         char_start=meta.get("char_start"), char_end=meta.get("char_end"), section=meta.get("section"),
         page=meta.get("page"), added_by=str(meta.get("added_by", "operator")),

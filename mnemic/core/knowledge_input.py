@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from .knowledge_identity import normalise_source
 from .llm import complete_json
 from .validation import MAX_SOURCE_CHARS, check_clean, check_name
 
@@ -34,11 +35,12 @@ DISTIL_SCHEMA: dict[str, Any] = {
 
 
 def check_source(source: Any) -> str | None:
+    """A source name as stored and compared (see knowledge_identity.normalise_source)."""
     if source is None:
         return None
     if not isinstance(source, str):
         raise TypeError(f"source must be a string, got {type(source).__name__}")
-    cleaned = source.strip()
+    cleaned = normalise_source(source)
     if not cleaned:
         raise ValueError("source is empty: name where the knowledge comes from, or leave it out")
     if len(cleaned) > MAX_SOURCE_CHARS:
@@ -50,9 +52,9 @@ def check_sources(source: Any) -> frozenset[str] | None:
     if source is None:
         return None
     items = [source] if isinstance(source, str) else source
-    if not isinstance(items, Iterable) or not all(isinstance(s, str) and s for s in items):
+    if not isinstance(items, Iterable) or not all(isinstance(s, str) and s.strip() for s in items):
         raise TypeError("source must be a source name or a list of them, as shown by sources()")
-    chosen = frozenset(items)
+    chosen = frozenset(normalise_source(s) for s in items)
     if not chosen:
         raise ValueError("source is an empty list: give at least one source, or leave it out")
     return chosen

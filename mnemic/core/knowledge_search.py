@@ -4,6 +4,10 @@ Kept apart from the knowledge store's writes because it needs only reads: the ch
 the shared lexical index and the Memory's embedder and weights. Ranking is memory recall's
 (`ranking.fuse`: dense + bm25 + coverage), with everything about time held constant, because
 knowledge does not age: it holds until an operator removes it.
+
+A search kept to some sources asks Chroma for the nearest chunks of those sources only (a
+`where`), so a source's own chunk is found however many chunks of other sources rank higher.
+The same passage stored under two sources is two chunks: a search returns it once.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import numpy as np
 
 from .embeddings import Embedder
 from .knowledge_chunks import KnowledgeHit, from_row
+from .knowledge_identity import text_identity
 from .lexical import LexicalIndex, matched_terms
 from .ranking import Candidate, RecallWeights, fuse
 from .records import utcnow
@@ -52,13 +57,14 @@ class KnowledgeRanker:
     def search(self, query_text: str, *, limit: int, sources: frozenset[str] | None,
                min_score: float) -> list[KnowledgeHit]:
         now = utcnow()
-        # Filtering happens after retrieval (no Chroma `where`), so a filtered search reaches further.
-        pool = max(limit * 4, 40) * (4 if sources else 1)
+        pool = max(limit * 4, 40)
         vector = self._embedder().embed([query_text])[0]
-        # No `where`: a metadata filter is evaluated against the whole Chroma database.
-        cosines = {rid: 1.0 - distance for rid, distance in self._collection.query(vector, n_results=pool)}
+        names = sorted(sources) if sources else None
+        cosines = {rid: 1.0 - distance
+                   for rid, distance in self._collection.query(vector, n_results=pool, sources=names)}
+        # The keyword index knows no sources: its pool is widened, then kept to the sources below.
         bm25 = {h.record_id: h.bm25 for h in self._lexical.search(query_text, user_id=KNOWLEDGE_OWNER,
-                                                                   limit=pool)}
+                                                                   limit=pool * (4 if sources else 1))}
         missing = [rid for rid in bm25 if rid not in cosines]
         if missing:
             vectors = self._collection.embeddings(missing)
@@ -80,20 +86,26 @@ class KnowledgeRanker:
         candidates = [Candidate(record=_Ranked(rid, now), cosine=cosines.get(rid), bm25=bm25.get(rid),
                                 coverage=shares.get(rid, 0.0))
                       for rid in ids]
-        fused = fuse(candidates, self._weights(), now)
-        # A few spares, in case a winner was deleted by another process since it was ranked.
-        wanted = [(score, c, b) for score, c, b in fused if score >= min_score][:limit + 4]
-        if not sources:
-            rows = {row.id: row for row in self._collection.get([c.record.id for _, c, _ in wanted])}
+        fused = [(score, c, b) for score, c, b in fuse(candidates, self._weights(), now) if score >= min_score]
         results: list[KnowledgeHit] = []
-        for score, candidate, breakdown in wanted:
-            row = rows.get(candidate.record.id)
-            if row is None:
-                continue
-            chunk = from_row(row)
-            if candidate.bm25 is not None:
-                breakdown = breakdown.model_copy(update={"matched_terms": matched_terms(query_text, chunk.text)})
-            results.append(KnowledgeHit(chunk=chunk, score=round(score, 6), breakdown=breakdown))
-            if len(results) >= limit:
-                break
+        shown: set[str] = set()
+        start = 0
+        # Rows are fetched a batch at a time: a few spares per batch, for a winner another process
+        # deleted since it was ranked, or a passage already shown under another source.
+        while start < len(fused) and len(results) < limit:
+            batch = fused[start:start + limit + 4]
+            start += len(batch)
+            missing = [c.record.id for _, c, _ in batch if c.record.id not in rows]
+            rows.update({row.id: row for row in self._collection.get(missing)} if missing else {})
+            for score, candidate, breakdown in batch:
+                row = rows.get(candidate.record.id)
+                if row is None or text_identity(row.document) in shown:
+                    continue
+                shown.add(text_identity(row.document))
+                chunk = from_row(row)
+                if candidate.bm25 is not None:
+                    breakdown = breakdown.model_copy(update={"matched_terms": matched_terms(query_text, chunk.text)})
+                results.append(KnowledgeHit(chunk=chunk, score=round(score, 6), breakdown=breakdown))
+                if len(results) >= limit:
+                    break
         return results

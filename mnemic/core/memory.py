@@ -59,7 +59,7 @@ from .scopes import ROOT
 from .scrub import Scrubber
 from .serving import RecordReader
 from .stats import WriteStats
-from .store import ChromaStore, RunCollection, make_persistent_client
+from .store import ChromaStore, KnowledgeCollection, RunCollection, make_persistent_client
 from .store.history import ChromaHistory
 from .validation import MAX_TEXT_CHARS, scope_paths
 from .views import MemoryView
@@ -149,7 +149,7 @@ class Memory:
         self._recovery = Recovery(
             store=self._store, local=self._local, sync=self._sync, namespace=self.namespace, embed=embed,
             dimension=lambda: int(self.embedder.dimension),
-            local_history=history if isinstance(history, LocalHistory) else None)
+            local_history=history if isinstance(history, LocalHistory) else None, also=self._repair_knowledge)
         self._recovery.on_open()
         self._queued = QueuedWrites(WriteJournal(self._local, self.namespace), self._writer, self._pipeline,
                                     self._records)
@@ -596,6 +596,13 @@ class Memory:
             return self._knowledge_store
 
     # -- repair -----------------------------------------------------------------------------------
+
+    def _repair_knowledge(self) -> int:
+        # The knowledge store opens on first use; a namespace that ever had knowledge is checked
+        # now, so a removal a crash cut short is finished before anything is served.
+        if self._knowledge_store is None and not KnowledgeCollection(self._store.client, self.namespace).has_audit():
+            return 0
+        return self.knowledge.repair()
 
     def repair(self) -> int:
         """Check the store in full and mend it: the keyword index against every record (after a

@@ -7,8 +7,9 @@ and brings the keyword index in line with Chroma.
 An embedded store also remembers whether it was closed: a row in the local database says it is
 open, and `close()` removes it. Finding the row on open means the last process died with the
 store open, and then the checks a crash calls for run in full: every record against the keyword
-index (not only those changed since its watermark), and every user's vector index for records no
-query can reach, which are rebuilt. `repair()` runs them always.
+index (not only those changed since its watermark), every user's vector index for records no
+query can reach, which are rebuilt, and the checks of the namespace's other parts (`also`: the
+knowledge store finishes a removal the crash cut short). `repair()` runs them always.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ if hasattr(os, "register_at_fork"):
 class Recovery:
     def __init__(self, *, store: ChromaStore, local: LocalDatabase, sync: LexicalSync, namespace: str,
                  embed: Callable[[Sequence[str]], np.ndarray], dimension: Callable[[], int],
-                 local_history: LocalHistory | None) -> None:
+                 local_history: LocalHistory | None, also: Callable[[], int] | None = None) -> None:
         self._store = store
         self._local = local
         self._sync = sync
@@ -63,6 +64,7 @@ class Recovery:
         self._embed = embed
         self._dimension = dimension
         self._local_history = local_history  # embedded mode: the trail lives in the local database
+        self._also = also
         self._token = uuid.uuid4().hex
         with local.lock:
             local.connection.execute(_SCHEMA)
@@ -98,6 +100,8 @@ class Recovery:
                 if still:  # keyword search still finds them; say so rather than loop
                     log.warning("%d record(s) stay unreachable by vector after a rebuild", len(still))
                 changed += len(missing) - len(still)
+        if self._also is not None:
+            changed += self._also()
         return changed
 
     def on_close(self) -> None:

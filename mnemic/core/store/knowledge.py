@@ -10,8 +10,12 @@ kept apart from memory's history so `Memory.reset()` does not erase it either. I
 store's generation: a value every mutation changes, so a process can tell cheaply whether its
 lexical index is still current.
 
-Chunk ids are derived from the chunk's content hash, so deduplication is a lookup by id and never
-a metadata filter (Chroma evaluates a `where` against every record in the database).
+Chunk ids are derived from the chunk's source and text, so deduplication is a lookup by id. A
+search kept to some sources is a `where` on `source` (its cost grows with the chunks it matches).
+
+An erasure is marked in its audit entries (`erasing`) before anything is removed and unmarked once
+the chunks, their texts in the trail and their bytes in the store's files are gone, so an erasure a
+crash interrupted is found and finished (`unfinished_erasures`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ KNOWLEDGE_COLLECTION_SUFFIX = "-knowledge"
 # memory history). No other namespace's collection can end in "-knowledge-audit".
 KNOWLEDGE_HISTORY_SUFFIX = "-knowledge-audit"
 _GENERATION_ID = "__generation__"
+# Which layout the chunks' metadata follows: 2 = source names normalised (knowledge_identity.py).
+_LAYOUT_ID = "__layout__"
 _PLACEHOLDER_VECTOR = [1.0]
 # Chroma fails to compact a metadata list of ~8000 strings; 1000 is far from that and still
 # makes one entry per ingest of a typical document.
@@ -152,27 +158,32 @@ class KnowledgeCollection:
             rows.extend(_rows(collection.get(ids=list(ids[start:start + _ID_BATCH]), include=include)))
         return rows
 
-    def iterate(self, *, page: int = 1000, documents: bool = True) -> Iterator[StoredRow]:
+    def iterate(self, *, page: int = 1000, documents: bool = True,
+                sources: Sequence[str] | None = None) -> Iterator[StoredRow]:
+        """Every chunk (of `sources` only, when given)."""
         collection = self._handle(create=False)
         if collection is None:
             return
         include = ["metadatas"] + (["documents"] if documents else [])
+        where = _source_filter(sources)
         offset = 0
         while True:
-            rows = _rows(collection.get(limit=page, offset=offset, include=include))
+            rows = _rows(collection.get(limit=page, offset=offset, include=include, where=where))
             yield from rows
             if len(rows) < page:
                 return
             offset += page
 
-    def query(self, vector: np.ndarray, *, n_results: int) -> list[tuple[str, float]]:
-        """(id, cosine distance) of the nearest chunks. Only ids and distances: documents are
-        fetched for the few that win fusion, which keeps a search to two small Chroma calls."""
+    def query(self, vector: np.ndarray, *, n_results: int,
+              sources: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """(id, cosine distance) of the nearest chunks (of `sources` only, when given). Only ids and
+        distances: documents are fetched for the few that win fusion."""
         collection = self._handle(create=False)
         if collection is None:
             return []
         # Chroma returns fewer than n_results when the collection is smaller, so no count() first.
-        result = collection.query(query_embeddings=[vector], n_results=n_results, include=["distances"])
+        result = collection.query(query_embeddings=[vector], n_results=n_results, include=["distances"],
+                                  where=_source_filter(sources))
         ids = (result.get("ids") or [[]])[0]
         distances = (result.get("distances") or [[]])[0]
         return [(rid, float(d)) for rid, d in zip(ids, distances, strict=True)]
@@ -194,6 +205,16 @@ class KnowledgeCollection:
 
     # -- audit trail and generation ---------------------------------------------------------------
 
+    def has_audit(self) -> bool:
+        """Whether knowledge was ever written in this namespace (its audit trail exists)."""
+        if self._history is not None:
+            return True
+        try:
+            self.client.get_collection(self.history_name, embedding_function=None)
+        except Exception:  # chromadb raises NotFoundError (or ValueError in older releases)
+            return False
+        return True
+
     def _history_handle(self) -> Any:
         with self._lock:
             if self._history is None:
@@ -214,12 +235,27 @@ class KnowledgeCollection:
             chunk = entries[start:start + step]
             history.add(
                 ids=[e["entry_id"] for e in chunk],
-                documents=[json.dumps({k: v for k, v in e.items() if k != "record_ids"}, default=str)
+                documents=[json.dumps({k: v for k, v in e.items() if k not in ("record_ids", "erasing")},
+                                      default=str)
                            for e in chunk],
-                metadatas=[{"record_ids": list(e["record_ids"]), "action": e["action"], "at": float(e["at_ts"])}
+                metadatas=[{"record_ids": list(e["record_ids"]), "action": e["action"], "at": float(e["at_ts"]),
+                            **({"erasing": e["erasing"]} if e.get("erasing") else {})}
                            for e in chunk],
                 embeddings=[_PLACEHOLDER_VECTOR] * len(chunk),
             )
+
+    def unfinished_erasures(self) -> list[tuple[str, str, list[str]]]:
+        """(entry id, "chunks" or "all", chunk ids) of every erasure begun and not finished."""
+        result = self._history_handle().get(where={"erasing": {"$in": ["chunks", "all"]}}, include=["metadatas"])
+        return [(entry_id, str(meta["erasing"]), list(meta.get("record_ids") or []))
+                for entry_id, meta in zip(result.get("ids") or [], result.get("metadatas") or [], strict=False)
+                if meta]
+
+    def erasure_finished(self, entry_ids: Sequence[str]) -> None:
+        history = self._history_handle()
+        for start in range(0, len(entry_ids), _ID_BATCH):
+            part = list(entry_ids[start:start + _ID_BATCH])
+            history.update(ids=part, metadatas=[{"erasing": None} for _ in part])
 
     def delete_history(self, entry_ids: Sequence[str]) -> None:
         history = self._history_handle()
@@ -228,7 +264,8 @@ class KnowledgeCollection:
 
     def redact_history(self, record_ids: Sequence[str] | None) -> list[str]:
         """Rewrite the audit entries that mention `record_ids` (None: every entry) without the
-        texts they kept (a single chunk's add or removal keeps its text); returns their ids."""
+        texts they kept (a single chunk's add keeps its text); returns the ids of the entries that
+        hold or held a text, redacted now or by an earlier, interrupted erasure."""
         history = self._history_handle()
         if record_ids is None:
             found = [history.get(where={"action": {"$in": ["add", "delete"]}}, include=["documents", "metadatas"])]
@@ -236,10 +273,13 @@ class KnowledgeCollection:
             found = [history.get(where={"record_ids": {"$contains": rid}}, include=["documents", "metadatas"])
                      for rid in dict.fromkeys(record_ids)]
         rewritten: dict[str, tuple[str, dict[str, Any]]] = {}
+        held: list[str] = []
         for result in found:
             for entry_id, document, metadata in zip(result.get("ids") or [], result.get("documents") or [],
                                                     result.get("metadatas") or [], strict=False):
                 entry = json.loads(document)
+                if entry.get("action") == "add" and len((metadata or {}).get("record_ids") or []) == 1:
+                    held.append(entry_id)
                 if entry.get("before") is None and entry.get("after") is None:
                     continue
                 entry["before"] = entry["after"] = None
@@ -248,7 +288,7 @@ class KnowledgeCollection:
             ids = list(rewritten)
             history.upsert(ids=ids, documents=[rewritten[i][0] for i in ids],
                            metadatas=[rewritten[i][1] for i in ids], embeddings=[_PLACEHOLDER_VECTOR] * len(ids))
-        return list(rewritten)
+        return list(dict.fromkeys([*held, *rewritten]))
 
     def handles(self) -> tuple[Any | None, Any]:
         """The chunk collection (None when absent) and the audit collection, for a rebuild."""
@@ -271,8 +311,34 @@ class KnowledgeCollection:
         documents = result.get("documents") or []
         return float(json.loads(documents[0])) if documents else None
 
+    def layout(self) -> int:
+        result = self._history_handle().get(ids=[_LAYOUT_ID], include=["documents"])
+        documents = result.get("documents") or []
+        return int(json.loads(documents[0])) if documents else 1
+
+    def set_layout(self, value: int) -> None:
+        self._history_handle().upsert(ids=[_LAYOUT_ID], documents=[json.dumps(value)],
+                                      embeddings=[_PLACEHOLDER_VECTOR], metadatas=[{"key": "layout"}])
+
+    def set_sources(self, changes: Mapping[str, str]) -> None:
+        """Rename the source of chunks: chunk id -> new source name (metadata only)."""
+        collection = self._handle(create=False)
+        if collection is None or not changes:
+            return
+        ids = list(changes)
+        for start in range(0, len(ids), _ID_BATCH):
+            part = ids[start:start + _ID_BATCH]
+            collection.update(ids=part, metadatas=[{"source": changes[i]} for i in part])
+
     def set_generation(self, value: float) -> None:
         self._history_handle().upsert(
             ids=[_GENERATION_ID], documents=[json.dumps(value)], embeddings=[_PLACEHOLDER_VECTOR],
             metadatas=[{"key": "generation"}],
         )
+
+
+def _source_filter(sources: Sequence[str] | None) -> dict[str, Any] | None:
+    if sources is None:
+        return None
+    names = sorted(sources)
+    return {"source": names[0]} if len(names) == 1 else {"source": {"$in": names}}

@@ -7,8 +7,10 @@ CrewAI builds the storage of every `Knowledge` through a process-wide factory; r
 makes sources land in `memory.knowledge` (mnemic's embedder, no OpenAI key) and task-time
 knowledge queries read it back with mnemic's hybrid search. Each CrewAI collection ("crew" for a
 crew's sources, the agent's role for an agent's) is kept apart as the chunks' `source`
-("crewai:crew", "crewai:Researcher"), so an agent reads its own and its crew's knowledge, not
-another agent's. Knowledge is written by the application (an operator act) and read by every
+("crewai:crew", "crewai:Researcher"), and each storage searches its own source only (CrewAI asks
+the agent's storage and the crew's in turn), so an agent reads its own and its crew's knowledge,
+not another agent's. The same passage saved by two collections belongs to both: resetting one
+leaves the other's. Knowledge is written by the application (an operator act) and read by every
 user; CrewAI's embedder setting does not apply (mnemic's embedder does).
 
 Reads follow the memory policy's `knowledge` switch: with it off, searches return nothing (and
@@ -28,6 +30,7 @@ from crewai.knowledge.storage.base_knowledge_storage import BaseKnowledgeStorage
 from pydantic import PrivateAttr
 
 from ...core.memory import Memory as MnemicMemory
+from ...core.records import one_line
 
 log = logging.getLogger("mnemic.crewai")
 
@@ -83,24 +86,25 @@ class MnemicKnowledgeStorage(BaseKnowledgeStorage):
         score_threshold: float = 0.6,
     ) -> list[Any]:
         """The best chunks of this collection for the queries. CrewAI's `score_threshold` is a cosine
-        cut-off; mnemic's fused score is not a cosine, so `limit` bounds the answer instead."""
+        cut-off; mnemic's fused score is not a cosine, so `limit` bounds the answer instead.
+
+        Each `content` is on one line: CrewAI pastes it into the task prompt as is, where a
+        document line such as "Current Task: ..." would otherwise pose as a section of the prompt."""
         if not self._enabled():
             return []
         queries = [query] if isinstance(query, str) else [q for q in query if isinstance(q, str) and q.strip()]
         best: dict[str, dict[str, Any]] = {}
         store = self._mnemic.knowledge
         for text in queries:
-            # The store is shared by every collection; over-fetch, then keep this collection's chunks.
-            for hit in store.search(text, limit=max(limit * 4, 20)):
+            # The store searches this collection's chunks only; a metadata filter narrows further.
+            for hit in store.search(text, limit=max(limit * 4, 20) if metadata_filter else limit, source=self.source):
                 chunk = hit.chunk
-                if chunk.source != self.source:
-                    continue
                 metadata = {"source": chunk.source, "position": chunk.position}
                 if metadata_filter and any(metadata.get(k) != v for k, v in metadata_filter.items()):
                     continue
                 known = best.get(chunk.id)
                 if known is None or hit.score > known["score"]:
-                    best[chunk.id] = {"id": chunk.id, "content": chunk.text, "metadata": metadata,
+                    best[chunk.id] = {"id": chunk.id, "content": one_line(chunk.text), "metadata": metadata,
                                       "score": hit.score}
         return sorted(best.values(), key=lambda r: -r["score"])[:limit]
 
