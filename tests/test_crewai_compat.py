@@ -90,3 +90,17 @@ def test_extract_memories_called_directly_returns_the_statements_and_stores_noth
 def test_extract_memories_under_off_extracts_nothing(store: Memory) -> None:
     store.set_policy(mode="off")
     assert CrewMemory(store, user_id="alice").extract_memories("I live in Austin.") == []
+
+
+@pytest.mark.parametrize("role", ["Concierge", "Concierge\n", "Senior\nConcierge"])
+def test_what_crewai_writes_after_a_kickoff_is_never_stored_under_explicit(store: Memory, role: str) -> None:
+    # A role with a line break (YAML's `role: >` ends one with "\n") missed the after-kickoff
+    # shape: the text was taken for a direct call, its statements returned, and CrewAI stored them.
+    from crewai import Agent
+    from crewai_helpers import ScriptedLLM
+
+    llm = ScriptedLLM(responder=lambda prompt: "Thought: ok\nFinal Answer: You live in Austin.")
+    agent = Agent(role=role, goal="Help", backstory="Kind.", llm=llm, memory=CrewMemory(store, user_id="erin"))
+    agent.kickoff("I live in Austin and I prefer window seats.")
+    store.drain_writes()
+    assert store.effective_policy().mode == "explicit" and store.list(user_id="erin") == []

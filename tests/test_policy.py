@@ -171,3 +171,36 @@ def test_policy_ttl_applies_to_remember_unless_given(memory: Memory) -> None:
     assert 3590 < (timed.expires_at - timed.updated_at).total_seconds() <= 3600
     forever = memory.remember("Was born in Porto.", user_id="alice", ttl_seconds=0)
     assert forever is not None and forever.expires_at is None
+
+
+def test_a_policy_set_by_another_memory_after_a_reset_is_honoured(tmp_path: Path) -> None:
+    # Settings were cached by the settings collection's id: reset() gives the namespace a new one,
+    # and the other Memory object kept writing under the policy it had read before.
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as first, \
+            Memory(tmp_path / "m", embedder=HashEmbedder()) as second:
+        assert second.effective_policy().mode == "explicit"
+        first.reset()
+        first.set_policy(mode="off")
+        assert second.effective_policy().mode == "off"
+        with pytest.raises(PolicyError):
+            second.remember("I like tea.", user_id="bob")
+        assert first.list(user_id="bob") == []
+
+
+SET_POLICY_OFF = ("import sys\nfrom mnemic import Memory, HashEmbedder\n"
+                  "Memory(sys.argv[1], embedder=HashEmbedder(), policy='off').close()\n")
+
+
+def test_a_policy_another_process_set_while_the_store_was_closed_is_honoured(tmp_path: Path) -> None:
+    # What this process read stayed cached after it closed the store: an operator's
+    # `mnemic policy set --mode off` between two runs of an agent was never seen by it.
+    import subprocess
+    import sys
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        memory.remember("I like jazz.", user_id="bob")
+    subprocess.run([sys.executable, "-c", SET_POLICY_OFF, str(tmp_path / "m")], check=True)
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        assert memory.effective_policy().mode == "off"
+        with pytest.raises(PolicyError):
+            memory.remember("I like tea.", user_id="bob")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
@@ -86,6 +87,9 @@ class _SharedLock:
         self.key = key
         self.lock = lock
         self.users = 0
+        # This hold of the OS lock: what the process read from the store while holding it stays
+        # true until it lets go (another process may write the store between two holds).
+        self.hold = uuid.uuid4().hex
 
     def release(self) -> None:
         with _registry_guard:

@@ -130,7 +130,8 @@ class Memory:
         self._max_text_chars = max_text_chars
         self.stats = WriteStats()
         self._gate = OpenGate()
-        self._store = ChromaStore(client, self.namespace, cache_settings=self.mode == "embedded")
+        self._store = ChromaStore(client, self.namespace,
+                                  cache_scope=self._lock_handle.hold if self._lock_handle is not None else None)
         self._store.check_embedder(self.embedder.name, int(self.embedder.dimension))
         # The local database: keyword index, the audit trail of an embedded store, the write journal.
         self._local = LocalDatabase(lexical_file)

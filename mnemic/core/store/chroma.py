@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -71,11 +71,14 @@ def _upgrade_index_saving(collection: Any) -> None:
         log.warning("could not set sync_threshold on %s: %s", getattr(collection, "name", "?"), exc)
 
 
-# Settings of embedded stores, by (settings collection id, key): such a store is locked to one
-# process, so what this process wrote is what is stored, and the policy read before every write
-# need not be a Chroma read. Shared by every ChromaStore of the process (two Memory objects may open
-# one namespace).
-_SETTINGS_CACHE: dict[tuple[str, str], str] = {}
+# Settings of embedded stores, by (cache scope, namespace, key). While a process holds an embedded
+# store's lock no other process can write it, so what this process wrote is what is stored, and the
+# policy read before every write need not be a Chroma read. The scope is the lock's hold (a new one
+# each time the process takes the OS lock): once the store was let go, another process may have
+# changed a setting (`mnemic policy set --mode off` between two runs of an agent), and nothing read
+# before may be trusted. Shared by every ChromaStore of the process (two Memory objects may open one
+# namespace), and emptied for a namespace that is dropped.
+_SETTINGS_CACHE: dict[tuple[str, str, str], str] = {}
 _SETTINGS_GUARD = threading.Lock()
 
 
@@ -144,9 +147,9 @@ def _rows(result: Mapping[str, Any], *, query: int | None = None) -> list[Stored
 class ChromaStore:
     """Per-user record collections plus the namespace's history and settings collections."""
 
-    def __init__(self, client: Any, namespace: str, *, cache_settings: bool = False) -> None:
+    def __init__(self, client: Any, namespace: str, *, cache_scope: str | None = None) -> None:
         self.client = retrying(client)
-        self._cache_settings = cache_settings  # only for a store no other process writes
+        self._cache_scope = cache_scope  # only for a store no other process writes meanwhile
         self.namespace = namespace
         self.slug = namespace_slug(namespace)
         self.prefix = f"mnemic-{self.slug}"
@@ -256,6 +259,10 @@ class ChromaStore:
         self.drop_history()
         with contextlib.suppress(Exception):  # absent already
             self.client.delete_collection(f"{self.prefix}-meta")
+        if self._cache_scope is not None:
+            with _SETTINGS_GUARD:
+                for cached in [k for k in _SETTINGS_CACHE if k[:2] == (self._cache_scope, self.prefix)]:
+                    del _SETTINGS_CACHE[cached]
         self.meta = self._bookkeeping("meta")
 
     # -- records --------------------------------------------------------------------------------
@@ -408,8 +415,17 @@ class ChromaStore:
 
     # -- history and settings -------------------------------------------------------------------
 
-    def _setting_key(self, key: str) -> tuple[str, str] | None:
-        return (str(self.meta.id), key) if self._cache_settings else None
+    def _setting_key(self, key: str) -> tuple[str, str, str] | None:
+        return (self._cache_scope, self.prefix, key) if self._cache_scope is not None else None
+
+    def _on_meta(self, operation: Callable[[Any], T]) -> T:
+        """`operation` on the settings collection, opened again if it was dropped meanwhile (another
+        Memory object of this namespace ran `reset()`)."""
+
+        def reopen() -> None:
+            self.meta = self._bookkeeping("meta")
+
+        return again_if_dropped(lambda: self.meta, operation, reopen, missing=cast(T, None))
 
     def get_setting(self, key: str) -> Any | None:
         cache_key = self._setting_key(key)
@@ -418,7 +434,7 @@ class ChromaStore:
                 cached = _SETTINGS_CACHE.get(cache_key)
             if cached is not None:
                 return json.loads(cached)
-        result = self.meta.get(ids=[key], include=["documents"])
+        result = self._on_meta(lambda meta: meta.get(ids=[key], include=["documents"]))
         documents = result.get("documents") or []
         document = documents[0] if documents else "null"  # absent is cached too: "no policy stored"
         if cache_key is not None:
@@ -432,14 +448,15 @@ class ChromaStore:
         if cache_key is not None:
             with _SETTINGS_GUARD:
                 _SETTINGS_CACHE.pop(cache_key, None)
-        self.meta.upsert(ids=[key], documents=[document], embeddings=[_PLACEHOLDER_VECTOR], metadatas=[{"key": key}])
+        self._on_meta(lambda meta: meta.upsert(ids=[key], documents=[document], embeddings=[_PLACEHOLDER_VECTOR],
+                                               metadatas=[{"key": key}]))
         if cache_key is not None:
             with _SETTINGS_GUARD:
                 _SETTINGS_CACHE[cache_key] = document
 
     def settings(self, prefix: str) -> dict[str, Any]:
         """Every setting whose key starts with `prefix` (the meta collection is small)."""
-        result = self.meta.get(include=["documents"])
+        result = self._on_meta(lambda meta: meta.get(include=["documents"]))
         return {key: json.loads(doc) for key, doc in zip(result.get("ids") or [], result.get("documents") or [],
                                                           strict=False) if key.startswith(prefix)}
 
@@ -448,7 +465,7 @@ class ChromaStore:
         if cache_key is not None:
             with _SETTINGS_GUARD:
                 _SETTINGS_CACHE.pop(cache_key, None)
-        self.meta.delete(ids=[key])
+        self._on_meta(lambda meta: meta.delete(ids=[key]))
 
     def check_embedder(self, name: str, dimension: int) -> None:
         """Remember the namespace's embedder on first use; refuse a different one afterwards."""

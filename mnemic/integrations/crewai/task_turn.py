@@ -30,11 +30,14 @@ from .convert import label
 log = logging.getLogger("mnemic.crewai")
 
 _FINAL_ANSWER = re.compile(r"Final Answer:\s*", re.IGNORECASE)
+# An agent's role may hold line breaks (YAML's folded `role: >` ends one with "\n"): a role read as
+# one line missed the kickoff's shape, and the text was taken for a direct call (whose statements
+# CrewAI then stores, under `explicit` too).
 _TASK_BLOB = re.compile(
-    r"\ATask: (?P<task>.*?)\nAgent: (?P<agent>[^\n]*)\nExpected result: (?P<expected>.*?)\nResult: (?P<result>.*)\Z",
+    r"\ATask: (?P<task>.*?)\nAgent: (?P<agent>.*?)\nExpected result: (?P<expected>.*?)\nResult: (?P<result>.*)\Z",
     re.DOTALL,
 )
-_KICKOFF_BLOB = re.compile(r"\AInput: (?P<input>.*?)\nAgent: (?P<agent>[^\n]*)\nResult: (?P<result>.*)\Z", re.DOTALL)
+_KICKOFF_BLOB = re.compile(r"\AInput: (?P<input>.*?)\nAgent: (?P<agent>.*?)\nResult: (?P<result>.*)\Z", re.DOTALL)
 # CrewAI's own placeholder syntax (crewai.utilities.string_utils.interpolate_only).
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_\-]*)}")
 
