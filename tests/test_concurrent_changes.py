@@ -116,3 +116,42 @@ def test_erasing_one_user_while_other_threads_read_and_write_leaves_the_store_wh
     with Memory(tmp_path / "m", embedder=HashEmbedder()) as again:
         assert len(again.list(user_id="bob", limit=100_000)) == written
         assert again.list(user_id="alice") == []
+
+
+def test_a_recall_racing_the_erasure_of_its_user_answers_instead_of_failing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another thread's forget() dropped the user's collection while recall's query ran: Chroma
+    # failed the query ("Missing metadata segment") and the error reached the caller.
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import InternalError
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        memory.remember("Alice drinks tea.", user_id="alice")
+        original = Collection.query
+
+        def dropped_meanwhile(self: Collection, *args: Any, **kwargs: Any) -> Any:
+            monkeypatch.setattr(Collection, "query", original)
+            self._client.delete_collection(self.name)
+            raise InternalError("Missing field: [Missing metadata segment]")
+
+        monkeypatch.setattr(Collection, "query", dropped_meanwhile)
+        assert memory.recall("tea", user_id="alice") == []
+
+
+def test_rows_caught_half_deleted_are_not_served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chroma can answer mid-deletion with an id whose metadata is already gone: decoding it
+    # failed the whole recall (KeyError: 'user_id').
+    from chromadb.api.models.Collection import Collection
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        memory.remember("Alice drinks tea.", user_id="alice")
+        memory.remember("Alice drinks green tea.", user_id="alice")
+        original = Collection.query
+
+        def half_deleted(self: Collection, *args: Any, **kwargs: Any) -> Any:
+            result = original(self, *args, **kwargs)
+            result["metadatas"][0][0] = None
+            return result
+
+        monkeypatch.setattr(Collection, "query", half_deleted)
+        assert len(memory.recall("tea", user_id="alice")) == 1

@@ -132,6 +132,9 @@ def _rows(result: Mapping[str, Any], *, query: int | None = None) -> list[Stored
     distances = first("distances")
     rows = []
     for i, record_id in enumerate(ids):
+        if (metadatas is not None and not (i < len(metadatas) and metadatas[i])) \
+                or (embeddings is not None and i >= len(embeddings)):
+            continue  # caught half-deleted by another thread's erasure: mnemic writes no row without them
         rows.append(
             StoredRow(
                 id=record_id,

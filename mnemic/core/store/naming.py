@@ -104,7 +104,14 @@ def again_if_dropped(open_collection: Callable[[], Any | None], operation: Calla
         try:
             return operation(collection)
         except Exception as exc:
-            if attempt == 2 or not is_gone(exc):
+            if attempt == 2:
                 raise
             forget()
+            if not is_gone(exc):
+                # A collection dropped while the call ran (another thread's erasure) fails it with
+                # whatever Chroma hit first ("Missing metadata segment"): if it is gone now, so is
+                # what the call was after; any other failure is the caller's to see.
+                if open_collection() is None:
+                    return missing
+                raise
     return missing
