@@ -103,6 +103,25 @@ def test_source_names_are_one_name_on_every_path(mem: Memory) -> None:
     assert mem.knowledge.delete_source(decomposed) == 1
 
 
+def test_two_files_whose_names_differ_only_in_unicode_form_stay_two_sources(mem: Memory, tmp_path: Path) -> None:
+    # Both spellings of "café.md" can live in one folder; normalised to one source, re-adding one
+    # file erased the other file's passages.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    composed = folder / unicodedata.normalize("NFC", "café.md")
+    decomposed = folder / unicodedata.normalize("NFD", "café.md")
+    composed.write_text("The café opens at eight in the morning.\n")
+    decomposed.write_text("Espresso costs two euros at the bar.\n")
+    mem.knowledge.add_files(folder)
+    assert mem.knowledge.sources() == {str(composed): 1, str(decomposed): 1}
+    composed.write_text("The café opens at nine in the morning.\n")
+    again = mem.knowledge.add_file(composed)
+    assert [c.text for c in again.removed] == ["The café opens at eight in the morning."]
+    assert texts(mem.knowledge.search("espresso bar")) == ["Espresso costs two euros at the bar."]
+    assert mem.knowledge.delete_source(str(decomposed)) == 1  # the name exactly as given wins
+    assert mem.knowledge.sources() == {str(composed): 1}
+
+
 # -- re-adding an edited file --------------------------------------------------------------------
 
 

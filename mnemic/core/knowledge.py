@@ -39,12 +39,13 @@ from .knowledge_chunks import (
     from_row,
 )
 from .knowledge_erasure import KnowledgeEraser
-from .knowledge_identity import normalise_source
+from .knowledge_identity import normalise_source, source_spellings
 from .knowledge_ingest import Document, Ingest, Piece, screened
 from .knowledge_input import (
     Progress,
     check_actor,
     check_chunk_id,
+    check_file_source,
     check_path,
     check_progress,
     check_source,
@@ -55,6 +56,7 @@ from .knowledge_search import KNOWLEDGE_OWNER, KnowledgeRanker
 from .lexical import LexicalIndex
 from .ranking import RecallWeights
 from .scrub import Scrubber
+from .store import StoredRow
 from .store.knowledge import KnowledgeCollection
 from .validation import check_clean, check_limit, check_min_score, check_text, scrub
 
@@ -165,7 +167,7 @@ class KnowledgeStore:
         `add()` under the same source counts as the source's and is replaced too."""
         self._gate.check()
         file = check_path(path)
-        origin = check_source(source if source is not None else str(path))
+        origin = check_source(source) if source is not None else check_file_source(str(path))
         actor = check_actor(added_by)
         callback = check_progress(progress)
         self._refuse_secrets("this knowledge.add_file()", source=origin)
@@ -203,7 +205,7 @@ class KnowledgeStore:
         documents: list[Document] = []
         for file in dict.fromkeys(files):
             passages = read_document(file, size=self.chunk_chars, overlap=self.overlap_chars)
-            documents.append(Document(check_source(str(file)), screened(passages, "passage"), replaces=True))
+            documents.append(Document(check_file_source(str(file)), screened(passages, "passage"), replaces=True))
         return self._run(documents, actor=actor, progress=callback)
 
     def _distil(self, text: str) -> list[Piece]:
@@ -271,8 +273,8 @@ class KnowledgeStore:
             raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
         if source is not None and not isinstance(source, str):
             raise TypeError(f"source must be a string (a source as `sources()` lists it), got {type(source).__name__}")
-        chunks = [from_row(r) for r in self._collection.iterate(sources=None if source is None
-                                                                 else [normalise_source(source)])]
+        chunks = [from_row(r) for r in (self._collection.iterate(sources=None) if source is None
+                                        else self._rows_of_source(source))]
         chunks.sort(key=lambda c: (c.added_at, c.ingest_id or "", c.source or "", c.position, c.id))
         return chunks[offset:offset + limit]
 
@@ -315,14 +317,22 @@ class KnowledgeStore:
         self._gate.check()
         if not isinstance(source, str) or not source.strip():
             raise ValueError("source must be a non-empty string, as shown by sources()")
-        name = normalise_source(source)
         self._refuse_secrets("this knowledge.delete_source()", actor=actor, reason=reason)
         with self._lock:
-            doomed = [from_row(r) for r in self._collection.iterate(sources=[name])]
+            doomed = [from_row(r) for r in self._rows_of_source(source)]
             if not doomed:
-                raise KeyError(f"no knowledge from source {name!r} in namespace {self.namespace!r}")
+                raise KeyError(f"no knowledge from source {source.strip()!r} in namespace {self.namespace!r}")
             self._eraser.remove(doomed, actor=check_actor(actor), reason=reason)
             return len(doomed)
+
+    def _rows_of_source(self, source: str) -> builtins.list[StoredRow]:
+        """The chunks of the stored source a name stands for: the name exactly as given when such a
+        source exists, else its other Unicode forms (knowledge_identity.source_spellings)."""
+        for spelling in source_spellings(source):
+            rows = list(self._collection.iterate(sources=[spelling]))
+            if rows:
+                return rows
+        return []
 
     def clear(self, *, confirm: bool = False, actor: str = "operator") -> int:
         """Remove all knowledge of the namespace; returns how many chunks were removed.

@@ -7,9 +7,11 @@ from "9!" to "9" says something else and must be stored, not refused as already 
 whitespace and Unicode's canonical equivalence (NFC: one "é" written two ways) are folded.
 
 A chunk belongs to its source: the id hashes both, so the same passage in two documents is two
-chunks, and removing one document leaves the other whole. Source names are normalised (NFC,
-surrounding whitespace stripped) the same way on every path that takes one (add, add_file,
-search, list, delete_source), so the name `sources()` lists is the name that finds them.
+chunks, and removing one document leaves the other whole. Source names given to `add()` (or as
+`add_file(source=...)`) are normalised (NFC, surrounding whitespace stripped); a file's path is
+kept as it is, since two files whose names differ only in Unicode form are two files (normalised,
+re-adding one replaced the other's passages). Lookups (search, list, delete_source) take a name in
+any of these forms, the name exactly as given first.
 
 Stores written before this kept ids derived from `text_hash` alone (`legacy_chunk_id`); those
 rows keep their ids, and an ingest still recognises them as the chunk it would write.
@@ -26,6 +28,14 @@ from .records import text_hash
 
 def normalise_source(source: str) -> str:
     return unicodedata.normalize("NFC", source).strip()
+
+
+def source_spellings(source: str) -> list[str]:
+    """The stored sources a name given to a lookup may stand for, the name as given first: a name
+    given to `add()` is stored normalised, a file's path as it is (two files whose names differ
+    only in Unicode form are two files), and either may be named in any form."""
+    given = source.strip()
+    return list(dict.fromkeys([given, unicodedata.normalize("NFC", given), unicodedata.normalize("NFD", given)]))
 
 
 def text_identity(text: str) -> str:

@@ -133,7 +133,8 @@ class Ingest:
         for new_id, old_id in legacy.items():
             row = rows.get(old_id)
             chunk = by_id[new_id]
-            if row is not None and normalise_source(str(row.metadata.get("source") or "")) == (chunk.source or "") \
+            if row is not None and normalise_source(str(row.metadata.get("source") or "")) \
+                    == normalise_source(chunk.source or "") \
                     and text_identity(row.document) == text_identity(chunk.text):
                 held[new_id] = from_row(row)
         return held

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .knowledge_identity import normalise_source
+from .knowledge_identity import normalise_source, source_spellings
 from .llm import complete_json
 from .validation import MAX_SOURCE_CHARS, check_clean, check_name
 
@@ -48,13 +48,23 @@ def check_source(source: Any) -> str | None:
     return check_clean(cleaned, name="source")
 
 
+def check_file_source(path_text: str) -> str:
+    """A file's path as its source: checked like any source name, but kept as it is (a path
+    names one file; see knowledge_identity)."""
+    if not path_text.strip():
+        raise ValueError("the file's path is empty")
+    if len(path_text) > MAX_SOURCE_CHARS:
+        raise ValueError(f"the file's path is {len(path_text)} characters; a source's limit is {MAX_SOURCE_CHARS}")
+    return check_clean(path_text, name="source")
+
+
 def check_sources(source: Any) -> frozenset[str] | None:
     if source is None:
         return None
     items = [source] if isinstance(source, str) else source
     if not isinstance(items, Iterable) or not all(isinstance(s, str) and s.strip() for s in items):
         raise TypeError("source must be a source name or a list of them, as shown by sources()")
-    chosen = frozenset(normalise_source(s) for s in items)
+    chosen = frozenset(spelling for s in items for spelling in source_spellings(s))
     if not chosen:
         raise ValueError("source is an empty list: give at least one source, or leave it out")
     return chosen
