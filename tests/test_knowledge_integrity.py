@@ -271,3 +271,29 @@ def test_a_store_written_before_source_owned_chunks_keeps_working(tmp_path: Path
         assert memory.knowledge.get(old_id).text == text
         assert memory.knowledge.delete_source("café-menu") == 1
         assert memory.knowledge.count() == 0
+
+
+@pytest.mark.parametrize("how", ["delete", "clear"])
+def test_a_removal_that_failed_part_way_never_reaches_knowledge_added_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    # The removal's mark outlived its failure (the scrub hit a full disk); the passage added again
+    # afterwards was deleted by the next open, which finished the old removal.
+    import sqlite3
+
+    from mnemic.core.store import upkeep
+
+    faq = tmp_path / "faq.md"
+    faq.write_text("Refunds are processed within five business days.\n")
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        chunk = memory.knowledge.add_file(faq).added[0]
+
+        def full_disk(path: Path) -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(upkeep, "scrub_files", full_disk)
+        with pytest.raises(sqlite3.OperationalError):
+            memory.knowledge.delete(chunk.id) if how == "delete" else memory.knowledge.clear(confirm=True)
+        monkeypatch.undo()  # the disk has room again
+        assert [c.text for c in memory.knowledge.add_file(faq).added] == [chunk.text]
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        assert texts(memory.knowledge.search("refunds")) == [chunk.text]

@@ -233,6 +233,7 @@ class KnowledgeStore:
 
     def _run(self, documents: list[Document], *, actor: str, progress: Progress | None) -> IngestResult:
         with self._lock:
+            self._finish_earlier_erasures()
             return self._ingest.run(documents, actor=actor, progress=progress)
 
     # -- reading ----------------------------------------------------------------------------------
@@ -307,6 +308,7 @@ class KnowledgeStore:
         self._gate.check()
         self._refuse_secrets("this knowledge.delete()", actor=actor, reason=reason)
         with self._lock:
+            self._finish_earlier_erasures()
             chunk = self.get(chunk_id)
             self._eraser.remove([chunk], actor=check_actor(actor), reason=reason)
             return chunk
@@ -319,11 +321,18 @@ class KnowledgeStore:
             raise ValueError("source must be a non-empty string, as shown by sources()")
         self._refuse_secrets("this knowledge.delete_source()", actor=actor, reason=reason)
         with self._lock:
+            self._finish_earlier_erasures()
             doomed = [from_row(r) for r in self._rows_of_source(source)]
             if not doomed:
                 raise KeyError(f"no knowledge from source {source.strip()!r} in namespace {self.namespace!r}")
             self._eraser.remove(doomed, actor=check_actor(actor), reason=reason)
             return len(doomed)
+
+    def _finish_earlier_erasures(self) -> None:
+        # A removal that failed part-way (its scrub hit a full disk) keeps its mark, and finishing
+        # it later deletes the ids (or, for clear(), everything) it names: finished before anything
+        # new is written, it can never reach knowledge added after it.
+        self._eraser.finish_unfinished()
 
     def _rows_of_source(self, source: str) -> builtins.list[StoredRow]:
         """The chunks of the stored source a name stands for: the name exactly as given when such a
@@ -347,6 +356,7 @@ class KnowledgeStore:
             )
         who = check_actor(actor)
         with self._lock:
+            self._finish_earlier_erasures()
             chunks = [from_row(r) for r in self._collection.iterate()]
             self._eraser.clear(chunks, actor=who)
             return len(chunks)
