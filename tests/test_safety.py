@@ -340,3 +340,19 @@ def test_exclude_sensitive_applies_to_llm_extraction(tmp_path: Path) -> None:
         mem.drain_writes()
         assert [r.text for r in mem.list(user_id="alice")] == ["Prefers tea."]
     assert "Never record health" in llm.prompts[0]
+
+
+def test_text_cut_to_a_limit_keeps_no_part_of_a_key_the_cut_goes_through() -> None:
+    # Cut first, then redacted: a key straddling the cut left a prefix no rule knows (up to 19
+    # characters of a GitHub token), which went to the model distilling lessons and into them.
+    from mnemic.core.safety import redacted_prefix
+    from mnemic.flows import distil
+
+    key = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    for cut in range(6, 24):
+        feedback = "Please add sources. " * 400
+        feedback = feedback[:8_000 - cut] + " " + key + " and cite them."
+        assert key[:6] not in redacted_prefix(feedback, 8_000), cut
+        llm = ScriptedLLM(default='{"lessons": ["Cite sources."], "rejected": false}')
+        distil(llm, feedback, "Draft.", step="writer/draft")
+        assert key[:6] not in llm.prompts[0], cut

@@ -32,9 +32,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from .records import MemoryMatch, MemoryRecord, normalise_text
-from .safety import redact
+from .safety import redact, redacted_prefix
 from .scopes import ROOT, join_scope
-from .validation import check_limit, check_text, check_user_id, scrub
+from .validation import MAX_REASON_CHARS, check_limit, check_text, check_user_id, scrub
 
 LESSON_KIND = "lesson"
 LESSONS_ROOT = "/lessons"
@@ -353,7 +353,7 @@ class LessonStore:
         and return those withdrawn now. The reason quotes a reviewer, so a secret in it is
         redacted and repaired (as in a lesson's provenance) rather than refusing the withdrawal."""
         owner = check_user_id(user_id)
-        reason, _ = redact(scrub(reason))
+        reason = redacted_prefix(scrub(reason), MAX_REASON_CHARS)
         withdrawn = []
         for lesson_id in dict.fromkeys(lesson_ids):
             try:

@@ -32,7 +32,7 @@ from ..core.extraction import segment
 from ..core.fences import FENCE_NOTE, fenced
 from ..core.lessons import MAX_LESSONS_PER_REVIEW, clean_label, clean_lessons
 from ..core.llm import complete_json
-from ..core.safety import REDACTED, redact
+from ..core.safety import REDACTED, redacted_prefix
 from ..core.validation import scrub
 
 log = logging.getLogger("mnemic.flows")
@@ -182,7 +182,7 @@ def _imperative(sentence: str) -> str | None:
 
 def rule_lessons(feedback: str) -> list[str]:
     """The feedback's imperative sentences, as lessons ("Please cite sources." → "Cite sources.")."""
-    clean, _ = redact(feedback[:MAX_FEEDBACK_CHARS])
+    clean = redacted_prefix(feedback, MAX_FEEDBACK_CHARS)
     found = []
     for sentence in segment(clean):
         if REDACTED in sentence:
@@ -307,7 +307,7 @@ def distil(llm: Any, feedback: str, output: str | None, *, step: str,
            on_call: Callable[[], None] | None = None) -> Distilled:
     """Lessons from a reviewer's feedback: one model call, or the feedback's imperative sentences
     when there is no model or it fails. Secrets leave the feedback before the model sees it."""
-    clean, _ = redact(feedback[:MAX_FEEDBACK_CHARS])
+    clean = redacted_prefix(feedback, MAX_FEEDBACK_CHARS)
     if not clean.strip():
         return Distilled(lessons=[], rejected=None, by="rules")
     if llm is not None:

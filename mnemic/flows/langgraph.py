@@ -253,7 +253,7 @@ class FeedbackStep:
                 reason = (f"rejected by reviewer {reviewer} in thread {run.thread} (review {run.review_id}), on an "
                           f"output this lesson changed" + (f": {answer.feedback}" if answer.feedback else ""))
                 withdrawn = self.lessons.withdraw(result["lessons_applied"], user_id=run.user_id,
-                                                  place=run.place, reason=reason[:2000],
+                                                  place=run.place, reason=reason,
                                                   actor=reviewer_actor(reviewer))
                 result["lessons_withdrawn"] = [lesson.id for lesson in withdrawn]
             if not learned:

@@ -14,7 +14,7 @@ One module per job:
 """
 
 from .checksums import iban_valid, luhn_valid
-from .detector import REDACTED, contains_secret, find_secrets, redact
+from .detector import REDACTED, contains_secret, find_secrets, redact, redacted_prefix
 from .fields import SecretRefusedError, redact_data, secret_fields
 from .hits import SecretHit
 from .sensitive import SENSITIVE_CATEGORIES, sensitive_category
@@ -30,6 +30,7 @@ __all__ = [
     "luhn_valid",
     "redact",
     "redact_data",
+    "redacted_prefix",
     "secret_fields",
     "sensitive_category",
 ]
