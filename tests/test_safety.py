@@ -356,3 +356,16 @@ def test_text_cut_to_a_limit_keeps_no_part_of_a_key_the_cut_goes_through() -> No
         llm = ScriptedLLM(default='{"lessons": ["Cite sources."], "rejected": false}')
         distil(llm, feedback, "Draft.", step="writer/draft")
         assert key[:6] not in llm.prompts[0], cut
+
+
+def test_a_long_message_is_redacted_before_it_is_cut_to_the_limit(tmp_path: Path) -> None:
+    # A message was cut to 8,000 characters before its secrets were redacted: a key straddling
+    # the cut reached the extractor as a prefix no rule knows.
+    key = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    llm = ScriptedLLM(default=facts_json())
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto", llm=llm) as mem:
+        for cut in (8, 14, 19):
+            text = ("I live in Austin. " * 500)[:8_000 - cut] + " " + key
+            mem.observe([{"role": "user", "content": text}], user_id="alice")
+        mem.drain_writes()
+    assert len(llm.prompts) == 3 and not any(key[:6] in prompt for prompt in llm.prompts)

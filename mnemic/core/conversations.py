@@ -34,7 +34,7 @@ from .policy import MemoryPolicy
 from .reconcile import Decision
 from .record_writer import RecordWriter
 from .records import MemoryRecord, utcnow
-from .safety import REDACTED, redact, secret_fields
+from .safety import CUT_MARGIN, REDACTED, redact, secret_fields
 from .scopes import ROOT, normalise_scope
 from .sessions import SessionBuffer, Turn, group_turns
 from .stats import WriteStats
@@ -55,7 +55,7 @@ def _task_text(task: Any) -> str | None:
         return None
     if not isinstance(task, str):
         raise TypeError(f"task must be the instruction the agent was given, as a string, got {type(task).__name__}")
-    return scrub(task).strip()[:MAX_MESSAGE_CHARS] or None
+    return scrub(task).strip()[:MAX_MESSAGE_CHARS + CUT_MARGIN] or None  # cut to the limit once redacted
 
 
 class Conversations:
@@ -280,11 +280,12 @@ class Conversations:
         return kept
 
     def _redacted(self, text: str) -> str:
-        # Secrets leave the text before any extractor, or any provider, sees it.
+        # Secrets leave the text before any extractor, or any provider, sees it; only then is it
+        # cut to a message's limit (a key straddling the limit would otherwise leave a prefix).
         clean, hits = redact(text)
         if hits:
             self._stats.add_secrets([h.kind for h in hits])
-        return clean
+        return clean[:MAX_MESSAGE_CHARS]
 
     def _explain_nothing(self, *, found: int, by_llm: bool, task: bool) -> None:
         """Say once per reason why an automatic extraction stored nothing: an empty memory with no

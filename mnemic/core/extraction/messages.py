@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..safety import CUT_MARGIN
 from ..validation import scrub
 
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -95,7 +96,9 @@ def normalise_messages(messages: Any, *, name: str = "messages") -> list[Message
         # A conversation is taken as it comes: text no store can keep is repaired, not refused.
         text = scrub(strip_reasoning(_content_text(content)))
         if text:
-            result.append(Message(role=role, content=text[:MAX_MESSAGE_CHARS]))
+            # Cut to the limit only once redacted (Conversations._redacted): cut here, a key
+            # straddling the limit would leave a prefix no rule knows.
+            result.append(Message(role=role, content=text[:MAX_MESSAGE_CHARS + CUT_MARGIN]))
     return result
 
 

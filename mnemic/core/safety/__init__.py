@@ -14,12 +14,13 @@ One module per job:
 """
 
 from .checksums import iban_valid, luhn_valid
-from .detector import REDACTED, contains_secret, find_secrets, redact, redacted_prefix
+from .detector import CUT_MARGIN, REDACTED, contains_secret, find_secrets, redact, redacted_prefix
 from .fields import SecretRefusedError, redact_data, secret_fields
 from .hits import SecretHit
 from .sensitive import SENSITIVE_CATEGORIES, sensitive_category
 
 __all__ = [
+    "CUT_MARGIN",
     "REDACTED",
     "SENSITIVE_CATEGORIES",
     "SecretHit",

@@ -70,12 +70,13 @@ def redact(text: str, hits: list[SecretHit] | None = None) -> tuple[str, list[Se
     return "".join(parts), found
 
 
-# Longer than any secret the rules match whole (a private key block aside, which its header names).
-_CUT_MARGIN = 4096
+# Longer than any secret the rules match whole (a private key block aside, which its header names):
+# text kept this much past a limit can be redacted first and cut after.
+CUT_MARGIN = 4096
 
 
 def redacted_prefix(text: str, limit: int) -> str:
     """At most `limit` characters of `text`, redacted before it is cut: cut first, a key straddling
     the cut left a prefix too short for any rule to know (up to 19 characters of a GitHub token)."""
-    clean, _ = redact(text[:limit + _CUT_MARGIN])
+    clean, _ = redact(text[:limit + CUT_MARGIN])
     return clean[:limit]
