@@ -161,6 +161,11 @@ def crewai_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def close_memories() -> Iterator[None]:
-    """Close every mnemic Memory a test opened through crew_memories."""
+    """Close every mnemic Memory a test opened through crew_memories, and detach what CrewAI's
+    runtime state registered (CrewAI's own conftest resets it too): an agent on a Mock LLM left
+    registered made every later checkpoint of the session fail to serialise."""
+    from crewai.events.event_bus import crewai_event_bus
+
     yield
     crew_memories.close_all()
+    crewai_event_bus.reset_runtime_state()
