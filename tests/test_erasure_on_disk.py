@@ -166,3 +166,31 @@ def test_a_cut_reaches_earlier_texts_and_nested_copies_and_leaves_the_runs_struc
         assert step["raw"] == "Plan: [erased]" and set(step) == {"raw", "messages"}  # keys stay
         assert "Zqxcaf" not in json.dumps(step) and "[erased]" in step["messages"][0]["content"]
         assert copies(store_path, "zqxold", "zqxcaf") == {}
+
+
+DIE_BEFORE_THE_SCRUB = """
+import os, sys
+from mnemic import Memory, HashEmbedder
+from mnemic.core.record_writer import RecordWriter
+memory = Memory(sys.argv[1], embedder=HashEmbedder())
+for i in range(5):
+    memory.remember(f"Erin keeps spare keys under flowerpot {i}.", user_id="erin")
+doomed = memory.remember("Zqxerin hid the safe code behind the painting.", user_id="erin")
+RecordWriter.scrub = lambda self, erased: os._exit(9)  # dies after Chroma's delete, before the scrub
+memory.delete(doomed.id)
+"""
+
+
+def test_an_erasure_a_crash_cut_short_is_scrubbed_on_the_next_open(store_path: Path) -> None:
+    # The record left Chroma, but its bytes stayed in Chroma's write log and free pages for good:
+    # nothing scrubbed the files again after the crash.
+    import subprocess
+    import sys
+
+    died = subprocess.run([sys.executable, "-c", DIE_BEFORE_THE_SCRUB, str(store_path)], check=False)
+    assert died.returncode == 9
+    assert copies(store_path, "zqxerin")  # what the crash left
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert len(memory.list(user_id="erin")) == 5
+        assert memory.recall("spare keys flowerpot", user_id="erin")
+    assert copies(store_path, "zqxerin") == {}

@@ -150,7 +150,7 @@ class Memory:
         self._recovery = Recovery(
             store=self._store, local=self._local, sync=self._sync, namespace=self.namespace, embed=embed,
             dimension=lambda: int(self.embedder.dimension),
-            local_history=history if isinstance(history, LocalHistory) else None, also=self._repair_knowledge)
+            local_history=history if isinstance(history, LocalHistory) else None, also=self._full_check)
         self._recovery.on_open()
         self._queued = QueuedWrites(WriteJournal(self._local, self.namespace), self._writer, self._pipeline,
                                     self._records)
@@ -598,12 +598,15 @@ class Memory:
 
     # -- repair -----------------------------------------------------------------------------------
 
-    def _repair_knowledge(self) -> int:
-        # The knowledge store opens on first use; a namespace that ever had knowledge is checked
-        # now, so a removal a crash cut short is finished before anything is served.
-        if self._knowledge_store is None and not KnowledgeCollection(self._store.client, self.namespace).has_audit():
-            return 0
-        return self.knowledge.repair()
+    def _full_check(self) -> int:
+        # After a crash (and on repair()): an erasure the crash cut short is finished. The knowledge
+        # store opens on first use; a namespace that ever had knowledge is checked now, before
+        # anything is served. What erased records left in the files is scrubbed again.
+        repaired = 0
+        if self._knowledge_store is not None or KnowledgeCollection(self._store.client, self.namespace).has_audit():
+            repaired = self.knowledge.repair()
+        self._scrubber.after_crash()
+        return repaired
 
     def repair(self) -> int:
         """Check the store in full and mend it: the keyword index against every record (after a

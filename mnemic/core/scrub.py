@@ -71,6 +71,20 @@ class Scrubber:
         self.rebuild_if_logged(collection, runs.name, ids)
         runs.reopen()
 
+    def after_crash(self) -> None:
+        """What an erasure a crash cut short (after Chroma's delete, before this scrub) left in the
+        files: the write log of every user collection that logged a delete is rebuilt (the erased
+        ids are not known any more; a fresh collection holds only what is live), then `finish`."""
+        if self._chroma_path is None:
+            return
+        logged = upkeep.logged_deletions(self._chroma_path)
+        if logged:
+            for user_id in self._store.users():
+                collection = self._store.user_collection(user_id, create=False)
+                if collection is not None and str(collection.id) in logged:
+                    upkeep.rebuild_user(self._store, user_id, self._embed)
+        self.finish()
+
     def finish(self) -> None:
         if self._chroma_path is not None:
             upkeep.scrub_files(self._chroma_path)

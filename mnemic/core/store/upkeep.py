@@ -148,6 +148,27 @@ def _log_holds(chroma_path: Path, collection_id: Any, ids: Sequence[str]) -> boo
         connection.close()
 
 
+_DELETE = 3  # Chroma's code for a delete in its write log (ADD 0, UPDATE 1, UPSERT 2)
+
+
+def logged_deletions(chroma_path: Path) -> set[str]:
+    """Ids of the collections whose write log holds a delete, and so maybe the deleted record's
+    text (the write that stored it is still there until the index is saved). Read from Chroma's
+    SQLite tables, which are not a public interface: when they cannot be read, None of them."""
+    try:
+        with gate_for(chroma_path).exclusive():
+            connection = sqlite3.connect(f"file:{chroma_path / CHROMA_DATABASE}?mode=ro", uri=True, timeout=30)
+            try:
+                topics = connection.execute("SELECT DISTINCT topic FROM embeddings_queue WHERE operation = ?",
+                                            (_DELETE,)).fetchall()
+            finally:
+                connection.close()
+    except Exception as exc:
+        log.warning("could not read Chroma's write log (%s)", exc)
+        return set()
+    return {str(topic).rsplit("/", 1)[-1] for (topic,) in topics}
+
+
 def finish_interrupted_rebuilds(store: ChromaStore) -> None:
     """Complete a rebuild a crash interrupted after the old collection was dropped; discard one
     interrupted before (the old collection is still whole)."""
