@@ -137,3 +137,50 @@ def test_write_atomic_replaces_whole_files(tmp_path: Path) -> None:
     write_atomic(target, "two")
     assert target.read_text() == "two"
     assert [p.name for p in tmp_path.iterdir()] == ["f.json"]  # no temp files left behind
+
+
+TWIN = "Alice loves pottery and zebra sketches."
+
+
+def test_remember_many_returns_the_id_stored_beside_an_expired_twin(tmp_path: Path) -> None:
+    # The id derives from owner and text, so the caller got the expired twin's id while the
+    # statement was stored under a fresh one: erasing by the returned id left the new fact live.
+    import time
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        twin = memory.remember(TWIN, user_id="alice", ttl_seconds=1)
+        assert twin is not None
+        time.sleep(1.2)
+        (returned,) = memory.remember_many([TWIN], user_id="alice")
+        memory.drain_writes()
+        assert returned != twin.id and memory.get(returned).is_servable()
+        assert [r.id for r in memory.list(user_id="alice")] == [returned]
+        memory.forget(user_id="alice", ids=[returned])
+        assert memory.recall("pottery zebra", user_id="alice") == []
+
+
+ACKNOWLEDGE_AND_DIE = """
+import os, sys, time
+from mnemic import Memory, HashEmbedder
+from mnemic.core.queued_writes import QueuedWrites
+QueuedWrites._persist = lambda self, *args, **kwargs: time.sleep(60)  # the writer never gets to it
+memory = Memory(sys.argv[1], embedder=HashEmbedder())
+print(memory.remember_many([sys.argv[2]], user_id="alice")[0], flush=True)
+os._exit(0)
+"""
+
+
+def test_a_statement_acknowledged_beside_a_twin_that_expired_before_the_next_open_is_stored(tmp_path: Path) -> None:
+    # On replay after a crash, a record holding the statement's id with the same text counted as
+    # the statement landed, even when it was a twin that had expired meanwhile: the acknowledged
+    # statement was dropped with nothing said.
+    import time
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        memory.remember(TWIN, user_id="alice", ttl_seconds=2)
+    died = subprocess.run([sys.executable, "-c", ACKNOWLEDGE_AND_DIE, str(tmp_path / "m"), TWIN],
+                          capture_output=True, text=True, check=True)
+    assert died.stdout.strip()
+    time.sleep(2.2)
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        assert [m.record.text for m in memory.recall("pottery zebra", user_id="alice")] == [TWIN]

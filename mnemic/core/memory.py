@@ -362,8 +362,8 @@ class Memory:
         prepared = self._intake.prepare(items, policy=policy, actor=actor, call="remember_many()", **options)
         if not prepared:
             return []
-        first = prepared[0]
-        self._queued.submit(prepared, actor=actor or first.author)
+        prepared = self._pipeline.with_usable_ids(prepared)
+        self._queued.submit(prepared, actor=actor or prepared[0].author)
         return [r.id for r in prepared]
 
     # -- conversations ----------------------------------------------------------------------------

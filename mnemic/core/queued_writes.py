@@ -90,7 +90,10 @@ class QueuedWrites:
         holders = self._records.holders(user_id, [j.record.id for j in batch])
         # A statement whose record landed before the crash is not written again, but what it
         # replaces may still be live: the crash can fall between the two writes.
-        todo = [j for j in batch if holders.get(j.record.id) is None or holders[j.record.id].hash != j.record.hash]
+        # A holder retired or expired is a dead twin the statement was accepted beside, not the
+        # statement landed: it is written (persist_new gives it a fresh id).
+        todo = [j for j in batch if holders.get(j.record.id) is None or holders[j.record.id].hash != j.record.hash
+                or holders[j.record.id].state == "invalid" or holders[j.record.id].is_expired()]
         waiting = {j.seq for j in todo}
         landed = [j for j in batch if j.seq not in waiting]
         kept: set[int] = set()

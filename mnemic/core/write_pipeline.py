@@ -192,6 +192,21 @@ class WritePipeline:
             flush()
             return result
 
+    def with_usable_ids(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        """The records, each under the id it will be stored with. An id derives from owner and text,
+        so a statement said again keeps its record's id; but an id that a retired or expired record
+        holds, or that an erased one held, is not reused (`persist_new` gives a fresh one). Decided
+        now, when `remember_many()` accepts the statements, the id it returns is the one stored:
+        decided at write time, the caller held the dead record's id (erasing by it left the new
+        fact live), and a replay after a crash took the dead record for the statement landed."""
+        if not records:
+            return records
+        ids = list(dict.fromkeys(r.id for r in records))
+        holders = self._records.holders(records[0].user_id, ids)
+        dead = {i for i, held in holders.items() if not held.is_servable() and held.state != "pending"}
+        dead |= self._records.removed([i for i in ids if i not in holders])
+        return [r.model_copy(update={"id": fresh_id()}) if r.id in dead else r for r in records]
+
     def _decide(self, record: MemoryRecord, planned: Decision | None, candidates: list[Similar],
                 changed: Mapping[str, MemoryRecord]) -> tuple[Decision, list[MemoryRecord]]:
         """The decision for one record and the live records it targets."""
