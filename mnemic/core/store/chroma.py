@@ -105,16 +105,24 @@ class StoredRow:
     distance: float | None = None
 
 
-def _upsert(collection: Any, rows: Sequence[StoredRow], step: int) -> None:
-    """Rows with their vectors, in writes of at most `step` (a server refuses larger ones)."""
+def write_rows(write: Callable[..., Any], rows: Sequence[StoredRow], step: int,
+               written: list[str] | None = None) -> None:
+    """Rows with their vectors through `write` (a collection's `add` or `upsert`), in calls of at
+    most `step` rows (a server refuses larger ones); each call's ids join `written` once it landed."""
     for start in range(0, len(rows), step):
         chunk = rows[start:start + step]
-        collection.upsert(
+        write(
             ids=[r.id for r in chunk],
             documents=[r.document for r in chunk],
             metadatas=[r.metadata for r in chunk],
-            embeddings=np.stack([r.embedding for r in chunk if r.embedding is not None]),
+            embeddings=np.stack([np.asarray(r.embedding, dtype=np.float32) for r in chunk]),
         )
+        if written is not None:
+            written.extend(r.id for r in chunk)
+
+
+def _upsert(collection: Any, rows: Sequence[StoredRow], step: int) -> None:
+    write_rows(collection.upsert, rows, step)
 
 
 def _rows(result: Mapping[str, Any], *, query: int | None = None) -> list[StoredRow]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .chroma import StoredRow, _rows
+from .chroma import StoredRow, _rows, write_rows
 from .naming import claim, namespace_slug
 from .retry import retrying
 
@@ -100,15 +100,7 @@ class KnowledgeCollection:
         step = self.batch_size()
         written: list[str] = []
         try:
-            for start in range(0, len(rows), step):
-                chunk = rows[start:start + step]
-                collection.add(
-                    ids=[r.id for r in chunk],
-                    documents=[r.document for r in chunk],
-                    metadatas=[r.metadata for r in chunk],
-                    embeddings=np.stack([np.asarray(r.embedding, dtype=np.float32) for r in chunk]),
-                )
-                written.extend(r.id for r in chunk)
+            write_rows(collection.add, rows, step, written)
         except BaseException:
             # The failing batch may have landed in part: delete its ids too (deleting an id
             # that is not there is a no-op in Chroma).
