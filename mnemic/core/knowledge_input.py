@@ -40,22 +40,21 @@ def check_source(source: Any) -> str | None:
         return None
     if not isinstance(source, str):
         raise TypeError(f"source must be a string, got {type(source).__name__}")
-    cleaned = normalise_source(source)
-    if not cleaned:
-        raise ValueError("source is empty: name where the knowledge comes from, or leave it out")
-    if len(cleaned) > MAX_SOURCE_CHARS:
-        raise ValueError(f"source is {len(cleaned)} characters; the limit is {MAX_SOURCE_CHARS}")
-    return check_clean(cleaned, name="source")
+    return _checked_source(normalise_source(source))
 
 
 def check_file_source(path_text: str) -> str:
     """A file's path as its source: checked like any source name, but kept as it is (a path
     names one file; see knowledge_identity)."""
-    if not path_text.strip():
-        raise ValueError("the file's path is empty")
-    if len(path_text) > MAX_SOURCE_CHARS:
-        raise ValueError(f"the file's path is {len(path_text)} characters; a source's limit is {MAX_SOURCE_CHARS}")
-    return check_clean(path_text, name="source")
+    return _checked_source(path_text)
+
+
+def _checked_source(name: str) -> str:
+    if not name.strip():
+        raise ValueError("source is empty: name where the knowledge comes from, or leave it out")
+    if len(name) > MAX_SOURCE_CHARS:
+        raise ValueError(f"source is {len(name)} characters; the limit is {MAX_SOURCE_CHARS}")
+    return check_clean(name, name="source")
 
 
 def check_sources(source: Any) -> frozenset[str] | None:

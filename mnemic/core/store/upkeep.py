@@ -21,7 +21,7 @@ import logging
 import os
 import sqlite3
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,33 +119,37 @@ def rebuild_collection(client: Any, old: Any, name: str, embed: Callable[[Sequen
     return len(rows["ids"])
 
 
+@contextlib.contextmanager
+def _write_log(chroma_path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to Chroma's SQLite file, with no Chroma call of this process running
+    meanwhile (file_gate.py). Its tables are not a public interface: callers decide what an error
+    means."""
+    with gate_for(chroma_path).exclusive():
+        connection = sqlite3.connect(f"file:{chroma_path / CHROMA_DATABASE}?mode=ro", uri=True, timeout=30)
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+
 def log_holds(chroma_path: Path, collection: Any, ids: Sequence[str]) -> bool:
     """Whether the collection's write log still holds a write of any of `ids` (Chroma keeps a write
-    there until the collection's index is saved). Read from Chroma's SQLite tables, which are not a
-    public interface: when they cannot be read, the answer is yes."""
+    there until the collection's index is saved); yes when the log cannot be read."""
     if not ids:
         return False
     try:
-        with gate_for(chroma_path).exclusive():
-            return _log_holds(chroma_path, collection.id, ids)
+        with _write_log(chroma_path) as connection:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start:start + 500])
+                found = connection.execute(
+                    f"SELECT 1 FROM embeddings_queue WHERE topic LIKE ? AND id IN ({','.join('?' * len(chunk))}) "
+                    "LIMIT 1", (f"%{collection.id}", *chunk)).fetchone()
+                if found:
+                    return True
+            return False
     except Exception as exc:
         log.warning("could not read Chroma's write log (%s); assuming it holds erased records", exc)
         return True
-
-
-def _log_holds(chroma_path: Path, collection_id: Any, ids: Sequence[str]) -> bool:
-    connection = sqlite3.connect(f"file:{chroma_path / CHROMA_DATABASE}?mode=ro", uri=True, timeout=30)
-    try:
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            found = connection.execute(
-                f"SELECT 1 FROM embeddings_queue WHERE topic LIKE ? AND id IN ({','.join('?' * len(chunk))}) "
-                "LIMIT 1", (f"%{collection_id}", *chunk)).fetchone()
-            if found:
-                return True
-        return False
-    finally:
-        connection.close()
 
 
 _DELETE = 3  # Chroma's code for a delete in its write log (ADD 0, UPDATE 1, UPSERT 2)
@@ -153,16 +157,12 @@ _DELETE = 3  # Chroma's code for a delete in its write log (ADD 0, UPDATE 1, UPS
 
 def logged_deletions(chroma_path: Path) -> set[str]:
     """Ids of the collections whose write log holds a delete, and so maybe the deleted record's
-    text (the write that stored it is still there until the index is saved). Read from Chroma's
-    SQLite tables, which are not a public interface: when they cannot be read, None of them."""
+    text (the write that stored it is still there until the index is saved); none when the log
+    cannot be read."""
     try:
-        with gate_for(chroma_path).exclusive():
-            connection = sqlite3.connect(f"file:{chroma_path / CHROMA_DATABASE}?mode=ro", uri=True, timeout=30)
-            try:
-                topics = connection.execute("SELECT DISTINCT topic FROM embeddings_queue WHERE operation = ?",
-                                            (_DELETE,)).fetchall()
-            finally:
-                connection.close()
+        with _write_log(chroma_path) as connection:
+            topics = connection.execute("SELECT DISTINCT topic FROM embeddings_queue WHERE operation = ?",
+                                        (_DELETE,)).fetchall()
     except Exception as exc:
         log.warning("could not read Chroma's write log (%s)", exc)
         return set()
