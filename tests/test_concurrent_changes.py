@@ -155,3 +155,38 @@ def test_rows_caught_half_deleted_are_not_served(tmp_path: Path, monkeypatch: py
 
         monkeypatch.setattr(Collection, "query", half_deleted)
         assert len(memory.recall("tea", user_id="alice")) == 1
+
+
+def test_a_statement_queued_through_another_memory_object_is_not_stored_after_its_user_is_forgotten(
+        two_writers: tuple[Memory, Memory]) -> None:
+    # remember_many() acknowledged the statement through the second object; its writer had checked
+    # that alice was not erased and was embedding when forget(user_id="alice") ran through the
+    # first object. The two objects' locks were separate, so the erasure ran in between and the
+    # statement was written after it: alice was back, with what she had asked to have erased.
+    import threading
+
+    eraser, queuer = two_writers
+    real = queuer.embedder
+    embedding, release = threading.Event(), threading.Event()
+
+    class SlowOnTheSecret:
+        name, dimension = real.name, real.dimension
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            if any("passport" in t for t in texts):
+                embedding.set()
+                release.wait(10)
+            return real.embed(texts)
+
+    queuer.embedder = SlowOnTheSecret()  # type: ignore[assignment]
+    queuer.remember_many(["My passport number is kept in the blue folder."], user_id="alice")
+    assert embedding.wait(10), "the scenario needs the queued write under way"
+    forgetting = threading.Thread(target=lambda: eraser.forget(user_id="alice"))
+    forgetting.start()
+    forgetting.join(0.5)  # unfixed, the erasure is over by now, before the write
+    release.set()
+    forgetting.join(10)
+    queuer.drain_writes(10)
+    assert not forgetting.is_alive()
+    assert eraser.list(user_id="alice") == [] and queuer.list(user_id="alice") == []
+    assert eraser.recall("passport", user_id="alice") == []

@@ -106,3 +106,30 @@ def test_waiting_for_queued_writes_while_holding_the_record_lock_fails_fast(tmp_
             memory.wait_for_writes()
         memory.drain_writes()
         assert len(memory.list(user_id="u")) == 1
+
+
+def test_forgetting_a_user_while_holding_the_record_lock_fails_fast(tmp_path: Path) -> None:
+    # A queued write holds the namespace's erasure order while it waits for the record lock; an
+    # erasure waiting for the order under the record lock would never end.
+    import threading
+    import time
+
+    outcome: list[BaseException] = []
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        def erase_under_the_lock() -> None:
+            with memory._records.lock:
+                memory.remember_many(["Queued fact about rivers."], user_id="u")
+                time.sleep(0.3)  # the writer takes the order and waits for the record lock
+                try:
+                    memory.forget(user_id="u")
+                except BaseException as exc:
+                    outcome.append(exc)
+
+        worker = threading.Thread(target=erase_under_the_lock, daemon=True)
+        worker.start()
+        worker.join(10)
+        assert not worker.is_alive(), "forget() under the record lock hung"
+        assert len(outcome) == 1 and isinstance(outcome[0], LockOrderError)
+        memory.forget(user_id="u")
+        memory.drain_writes()
+        assert memory.list(user_id="u") == []

@@ -207,3 +207,40 @@ def test_extract_gives_what_observe_would_keep_and_stores_nothing(tmp_path: Path
         assert mem.extract(turn) == ["Lives in Austin."]
         assert "sk-proj" not in llm.prompts[0]  # redacted before the model saw it
         assert mem.list() == []
+
+
+def test_turns_buffered_for_memorize_are_forgotten_with_their_user(tmp_path: Path) -> None:
+    # Under `explicit`, observe() buffers turns until memorize(). forget(user_id=) left the buffer
+    # alone, so memorize() after it stored what the user had said before asking to be forgotten.
+    with Memory(tmp_path / "m", embedder=HashEmbedder(), policy="explicit") as mem:
+        mem.observe(AUSTIN, user_id="alice", session_id="s1")
+        mem.forget(user_id=" alice ")  # the id as a caller may pass it: the records' owner is "alice"
+        assert mem.memorize("s1", user_id="alice") == []
+        mem.observe([{"role": "user", "content": "I prefer tea to coffee."}], user_id="alice", session_id="s1")
+        mem.memorize("s1", user_id="alice")
+        assert not any("Austin" in t or "bullet" in t for t in texts(mem))
+        assert any("tea" in t for t in texts(mem))
+
+
+def test_a_turn_observed_through_another_memory_object_is_not_stored_after_its_user_is_forgotten(
+        tmp_path: Path) -> None:
+    # The second object's writer was extracting alice's turn when forget(user_id="alice") ran
+    # through the first: the facts were written after the erasure, and alice was back.
+    import threading
+
+    extracting, release = threading.Event(), threading.Event()
+
+    def slow_llm(messages: list[dict[str, str]]) -> str:
+        extracting.set()
+        release.wait(10)
+        return facts_json(fact("Lives in Austin.", topic="personal_info"))
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as eraser, \
+            Memory(tmp_path / "m", embedder=HashEmbedder(), policy="auto",
+                   llm=ScriptedLLM(default=slow_llm)) as observer:
+        observer.observe(AUSTIN, user_id="alice", session_id="s1")
+        assert extracting.wait(10), "the scenario needs the extraction under way"
+        eraser.forget(user_id="alice")
+        release.set()
+        observer.drain_writes(10)
+        assert texts(eraser) == [] and texts(observer) == []

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
-from .erasures import mark_erased
+from .erasures import ErasureOrder, mark_erased
 from .lexical import LexicalIndex
 from .record_writer import RecordWriter
 from .records import MemoryRecord, text_hash, utcnow
@@ -38,7 +38,7 @@ from .validation import (
     check_ttl,
     check_user_id,
 )
-from .writer import BackgroundWriter
+from .writer import BackgroundWriter, LockOrderError
 
 # `update(source=...)` leaves the source alone unless given (None is a value: "no source").
 UNSET: Any = object()
@@ -85,8 +85,9 @@ class RetainedRegistry:
 class RecordChanges:
     def __init__(self, *, store: ChromaStore, lexical: LexicalIndex, records: RecordWriter,
                  writer: BackgroundWriter, reader: RecordReader, retained: RetainedRegistry, runs: RunLog,
-                 max_text_chars: int, refuse_secrets: Callable[..., None]) -> None:
+                 max_text_chars: int, refuse_secrets: Callable[..., None], erasure_order: ErasureOrder) -> None:
         self._store = store
+        self._erasure_order = erasure_order
         # Erasing records also cuts their texts out of the runs that recalled them into a prompt.
         self._runs = runs
         self._lexical = lexical
@@ -216,7 +217,11 @@ class RecordChanges:
         if owner is not None and scope is None and not cats and cutoff is None and id_set is None:
             # Before anything is erased: another process's queue or journal must not store the
             # user's statements it accepted before now (erasures.py).
-            mark_erased(self._store, owner)
+            if self._records.lock.held():  # the order is taken before the record lock, never inside it
+                raise LockOrderError("mnemic lock order broken: forget(user_id=) was called while holding the "
+                                     "record lock; call it outside any memory change")
+            with self._erasure_order:  # not between a queued write's mark check and its write
+                mark_erased(self._store, owner)
         self._writer.drain()
         users = [owner] if owner is not None else self._store.users()
         erased = 0

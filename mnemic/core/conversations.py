@@ -11,12 +11,14 @@ thread, so they need no lock of their own.
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from .embeddings import Embedder
+from .erasures import ErasureOrder, accepted_before_erasure
 from .extraction import (
     MAX_MESSAGE_CHARS,
     ExtractedFact,
@@ -61,8 +63,9 @@ def _task_text(task: Any) -> str | None:
 class Conversations:
     def __init__(self, *, store: ChromaStore, records: RecordWriter, writer: BackgroundWriter,
                  pipeline: WritePipeline, intake: Intake, policy: NamespacePolicy, stats: WriteStats,
-                 llm: Callable[[], Any], embedder: Callable[[], Embedder]) -> None:
+                 llm: Callable[[], Any], embedder: Callable[[], Embedder], erasure_order: ErasureOrder) -> None:
         self._store = store
+        self._erasure_order = erasure_order
         self._records = records
         self._writer = writer
         self._pipeline = pipeline
@@ -92,9 +95,10 @@ class Conversations:
         instruction = _task_text(task)
         borrowed = check_llm(agent_llm)
         self._stats.bump("turns_observed")
+        accepted = time.time()
         self._writer.submit(
             lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra,
-                                      task=instruction, agent_llm=borrowed),
+                                      task=instruction, agent_llm=borrowed, accepted_at=accepted),
             f"a turn of {len(captured)} message(s) for user {owner!r} from observe()")
 
     def _without_secrets(self, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -108,7 +112,9 @@ class Conversations:
 
     def _observe_job(self, owner: str, session: str | None, turn: int | None, scope: str,
                      messages: list[Message], memory: bool, metadata: dict[str, Any] | None = None, *,
-                     task: str | None = None, agent_llm: Any = None) -> None:
+                     task: str | None = None, agent_llm: Any = None, accepted_at: float) -> None:
+        if self._erased_since(owner, accepted_at):
+            return  # forget(user_id=) came after the turn: nothing of it is kept, not even buffered
         buffer = self._session_buffer(owner, session) if session is not None else None
         if not memory:
             self._stats.bump("turns_opted_out")
@@ -122,10 +128,25 @@ class Conversations:
         policy = self._policy.current()
         if policy.mode == "auto":
             self._distil(owner, messages, policy=policy, session=session, turn=turn, scope=scope,
-                         actor="extractor", metadata=metadata, task=task, agent_llm=agent_llm)
+                         actor="extractor", metadata=metadata, task=task, agent_llm=agent_llm,
+                         accepted_at=accepted_at)
         elif policy.mode == "explicit" and buffer is not None:
             buffer.add(Turn(turn=turn, scope=scope, messages=messages, metadata=metadata, task=task,
-                            agent_llm=agent_llm))
+                            agent_llm=agent_llm, accepted_at=accepted_at))
+
+    def erase_user(self, owner: str) -> None:
+        """Drop the user's buffered turns (forget(user_id=)). Queued behind the turns observe()
+        has already taken, on the writer thread that alone touches the buffers."""
+        def drop() -> None:
+            for key in [key for key in self._sessions if key[0] == owner]:
+                del self._sessions[key]
+
+        self._writer.submit(drop, "dropping an erased user's buffered turns")
+
+    def _erased_since(self, owner: str, accepted_at: float) -> bool:
+        """Whether forget(user_id=owner) ran after `accepted_at`, through any Memory object or
+        process (erasures.py): what was said before it must not be stored after it."""
+        return accepted_before_erasure(self._store, owner, [accepted_at])[0]
 
     def memorize(self, session_id: str | None, *, user_id: str | None, messages: Any, scope: str | None,
                  timeout: float | None) -> list[MemoryRecord]:
@@ -137,30 +158,33 @@ class Conversations:
             raise ValueError("memorize() needs session_id (a session observe() has seen) or messages")
         given = normalise_messages(messages) if messages is not None else None
         scope_path = normalise_scope(scope) if scope is not None else None
-        future = self._writer.submit(lambda: self._memorize_job(owner, session, given, scope_path))
+        accepted = time.time()
+        future = self._writer.submit(lambda: self._memorize_job(owner, session, given, scope_path, accepted))
         outcome = self._writer.result(future, timeout)
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome or []
 
     def _memorize_job(self, owner: str, session: str | None, given: list[Message] | None,
-                      scope: str | None) -> list[MemoryRecord] | BaseException:
+                      scope: str | None, accepted_at: float) -> list[MemoryRecord] | BaseException:
         try:
             policy = self._policy.require_writes("memorize()")
             buffer = self._sessions.get((owner, session)) if session is not None else None
             if given is not None:
                 kept = [m for m in given if buffer is None or not buffer.excluded_message(m)]
-                turns = [Turn(turn=None, scope=scope or ROOT, messages=kept)] if kept else []
+                turns = [Turn(turn=None, scope=scope or ROOT, messages=kept, accepted_at=accepted_at)] if kept else []
             else:
                 turns = buffer.uncommitted() if buffer is not None else []
                 if scope is not None:
                     turns = [replace(t, scope=scope) for t in turns]
+            turns = [t for t in turns if not self._erased_since(owner, t.accepted_at)]
             stored: list[MemoryRecord] = []
             for group in group_turns(turns):
                 stored.extend(self._distil(
                     owner, [m for t in group for m in t.messages], policy=policy, session=session,
                     turn=group[0].turn if len(group) == 1 else None, scope=group[0].scope, actor="memorize",
-                    metadata=group[0].metadata, task=group[0].task, agent_llm=group[0].agent_llm))
+                    metadata=group[0].metadata, task=group[0].task, agent_llm=group[0].agent_llm,
+                    accepted_at=min(t.accepted_at for t in group)))
             if given is None and buffer is not None:
                 buffer.commit_all()
             return stored
@@ -194,7 +218,7 @@ class Conversations:
     def _distil(self, owner: str, messages: list[Message], *, policy: MemoryPolicy,
                 session: str | None, turn: int | None, scope: str, actor: str,
                 metadata: dict[str, Any] | None = None, task: str | None = None,
-                agent_llm: Any = None) -> list[MemoryRecord]:
+                agent_llm: Any = None, accepted_at: float) -> list[MemoryRecord]:
         """Extract, screen and persist the facts of some messages (runs on the writer thread)."""
         clean = [Message(role=m.role, content=self._redacted(m.content)) for m in messages]
         if not any(m.role != "system" for m in clean):
@@ -227,8 +251,14 @@ class Conversations:
                 self._explain_nothing(found=len(facts), by_llm=by_llm, task=instruction is not None)
             return []
         label = f"{actor} (llm)" if by_llm else f"{actor} (rules)"
-        return self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
-                                          use_llm=False)
+        # Checked again under the erasure order (erasures.py): an erasure through another Memory
+        # object while the model extracted falls before this check or after the write.
+        with self._erasure_order:
+            if self._erased_since(owner, accepted_at):
+                log.warning("dropping %d fact(s) of a turn whose user was erased after it was observed", len(records))
+                return []
+            return self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
+                                              use_llm=False)
 
     def _extracted(self, clean: list[Message], *, policy: MemoryPolicy, instruction: str | None, agent_llm: Any,
                    existing: list[tuple[int, str]], aliases: dict[int, str]) -> tuple[list[ExtractedFact], bool]:

@@ -7,11 +7,20 @@ in the journal it replays on its next open, and would store them after the erasu
 back, with data they asked to have erased. So an erasure is marked in the namespace's settings
 (shared through Chroma), and a statement accepted before the mark is dropped, never stored. The
 mark names the user by `owner_key` (a hash), not by id.
+
+In one process, several Memory objects may hold one namespace (two objects on one path), each with
+its own queue and record lock. A queued batch checks the mark and is written under the namespace's
+`ErasureOrder`, and an erasure sets the mark under it: an erasure through one object then falls
+either before the check (the statement is dropped) or after the write (the erasure finds it),
+never between them.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
+from collections.abc import Hashable
 
 from .store import ChromaStore, owner_key
 
@@ -36,3 +45,34 @@ def accepted_before_erasure(store: ChromaStore, user_id: str, accepted: list[flo
     record), whether an erasure of its user came after it."""
     erased = erased_at(store, user_id)
     return [erased is not None and when is not None and when <= erased for when in accepted]
+
+
+class ErasureOrder:
+    """Held by a queued write from its mark check to its write, and by an erasure while it sets
+    the mark. Taken before the record lock (see RecordLock), never inside it: a write holds it and
+    then locks records; an erasure holds nothing else while it waits for it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    def __enter__(self) -> ErasureOrder:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+_orders: weakref.WeakValueDictionary[tuple[Hashable, str], ErasureOrder] = weakref.WeakValueDictionary()
+_orders_guard = threading.Lock()
+
+
+def erasure_order(database: Hashable, namespace: str) -> ErasureOrder:
+    """The one ErasureOrder of `namespace` in `database` (an embedded path, or a client) in this
+    process, shared by every Memory object on it while any holds it."""
+    with _orders_guard:
+        order = _orders.get((database, namespace))
+        if order is None:
+            order = ErasureOrder()
+            _orders[(database, namespace)] = order
+        return order

@@ -31,6 +31,7 @@ from .changes import UNSET, RecordChanges, RetainedRegistry
 from .codec import NEVER
 from .conversations import Conversations
 from .embeddings import Embedder, reading_whole_texts, resolve_embedder
+from .erasures import erasure_order
 from .gate import OpenGate
 from .history import HistoryEntry, HistoryLog
 from .identity import recognise
@@ -61,7 +62,7 @@ from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, KnowledgeCollection, RunCollection, make_persistent_client
 from .store.history import ChromaHistory
-from .validation import MAX_TEXT_CHARS, scope_paths
+from .validation import MAX_TEXT_CHARS, check_user_id, scope_paths
 from .views import MemoryView
 from .write_journal import WriteJournal
 from .write_pipeline import WritePipeline
@@ -146,6 +147,7 @@ class Memory:
                                      sole_writer=self.mode == "embedded", scrubber=scrubber,
                                      admit=self._intake.admit)
         self._writer = BackgroundWriter(must_not_hold=self._records.lock.held)
+        self._erasure_order = erasure_order(self.path if self.path is not None else id(client), self.namespace)
         self._wire()
         self._recovery = Recovery(
             store=self._store, local=self._local, sync=self._sync, namespace=self.namespace, embed=embed,
@@ -153,7 +155,7 @@ class Memory:
             local_history=history if isinstance(history, LocalHistory) else None, also=self._full_check)
         self._recovery.on_open()
         self._queued = QueuedWrites(WriteJournal(self._local, self.namespace), self._writer, self._pipeline,
-                                    self._records)
+                                    self._records, self._erasure_order)
         self._queued.replay()
         if initial_policy is not None:
             self.set_policy(initial_policy)
@@ -170,7 +172,7 @@ class Memory:
                                        stats=self.stats)
         self._conversations = Conversations(
             store=store, records=records, writer=writer, pipeline=self._pipeline, intake=self._intake,
-            policy=self._policy, stats=self.stats, llm=llm, embedder=embedder)
+            policy=self._policy, stats=self.stats, llm=llm, embedder=embedder, erasure_order=self._erasure_order)
         self._recall = RecallPipeline(store, lexical, weights, records.decode,
                                       embed=lambda text: self.embedder.embed([text])[0])
         self._reader = RecordReader(
@@ -185,7 +187,8 @@ class Memory:
         self._changes = RecordChanges(store=store, lexical=lexical, records=records, writer=writer,
                                       reader=self._reader, retained=self._retained, runs=self.runs,
                                       max_text_chars=self.max_text_chars,
-                                      refuse_secrets=self._intake.refuse_secret_fields)
+                                      refuse_secrets=self._intake.refuse_secret_fields,
+                                      erasure_order=self._erasure_order)
         self._organisation = Organisation(self._reader.list, namespace=self.namespace, mode=self.mode,
                                           embedder=embedder)
         self._notes = NoteStore(
@@ -512,7 +515,9 @@ class Memory:
         """
         self._gate.check()
         if isinstance(user_id, str) and scope is None and not categories and older_than is None and ids is None:
-            self._queued.erase_user(user_id)  # statements queued for the user (the erasure scrubs the file)
+            owner = check_user_id(user_id)  # as the records name them (" alice" is alice)
+            self._queued.erase_user(owner)  # statements queued for the user (the erasure scrubs the file)
+            self._conversations.erase_user(owner)  # and the turns buffered for memorize()
         return self._changes.forget(user_id=user_id, scope=scope, categories=categories, older_than=older_than,
                                     ids=ids, actor=actor)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from .erasures import accepted_before_erasure
+from .erasures import ErasureOrder, accepted_before_erasure
 from .record_writer import RecordWriter
 from .records import MemoryRecord
 from .write_journal import Journaled, WriteJournal
@@ -25,8 +25,9 @@ class QueuedWrites:
     """Journal, queue, store and retire the statements `remember_many()` accepted."""
 
     def __init__(self, journal: WriteJournal, writer: BackgroundWriter, pipeline: WritePipeline,
-                 records: RecordWriter) -> None:
+                 records: RecordWriter, erasure_order: ErasureOrder) -> None:
         self._journal = journal
+        self._erasure_order = erasure_order
         self._store = records.store
         self._writer = writer
         self._pipeline = pipeline
@@ -46,9 +47,12 @@ class QueuedWrites:
         """Run on the writer: store a batch of journaled statements, then retire their entries
         (stored or failed: a failure is reported once, not replayed forever)."""
         try:
-            kept = self._without_erased(items)
-            if kept:
-                self._pipeline.persist_queued([j.record for j in kept], actor=items[0].actor)
+            # Under the namespace's erasure order (erasures.py): an erasure through another Memory
+            # object of this process cannot fall between the check and the write.
+            with self._erasure_order:
+                kept = self._without_erased(items)
+                if kept:
+                    self._pipeline.persist_queued([j.record for j in kept], actor=items[0].actor)
         except PartialBatchFailure as partial:
             lost = {id(r) for r in partial.items}
             raise PartialBatchFailure([j for j in items if id(j.record) in lost], partial.cause) from None
@@ -66,7 +70,8 @@ class QueuedWrites:
             # In batches the size the writer uses, each retired once stored: a replay cut short
             # by another crash resumes where it stopped.
             for start in range(0, len(mine), MAX_BATCH_ITEMS):
-                self._replay_batch(user_id, mine[start:start + MAX_BATCH_ITEMS])
+                with self._erasure_order:  # as in _persist
+                    self._replay_batch(user_id, mine[start:start + MAX_BATCH_ITEMS])
 
     def _without_erased(self, items: list[Journaled]) -> list[Journaled]:
         """`items` but the statements whose user another process erased after they were accepted

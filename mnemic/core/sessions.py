@@ -26,6 +26,8 @@ class Turn:
     metadata: dict[str, Any] | None = None
     task: str | None = None  # a finished agent task's instruction (see Memory.observe)
     agent_llm: Any = None
+    # When observe() took the turn (time.time()): an erasure of the user after it drops the turn.
+    accepted_at: float = 0.0
 
 
 def message_key(message: Message) -> str:
