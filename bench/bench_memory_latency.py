@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import gzip
 import json
 import os
 import random
@@ -88,6 +90,39 @@ def query(rng: random.Random) -> str:
     return rng.choice(QUERIES)(rng)
 
 
+# --words zipf: the templates hold a few hundred words, so one user's store stops growing at ~20k
+# records (every statement is said again); a chat kept for years uses thousands. These texts draw
+# from the ~17,000 English words of mnemic's related-words table (no user data) with Zipf's law
+# (a word's share falls with its rank), function words between them.
+FUNCTION_WORDS = "i you we the a to and of in on for with my it is was that this at so but just".split()
+
+
+@functools.cache
+def zipf_vocabulary() -> tuple[list[str], list[float]]:
+    from mnemic.core.related_words import TABLE_PATH
+
+    with gzip.open(TABLE_PATH, "rt", encoding="utf-8") as table:
+        words = [line.split("\t", 1)[0] for line in table]
+    random.Random(3).shuffle(words)
+    return words, [1.0 / (rank + 10) for rank in range(len(words))]
+
+
+def zipf_sentence(rng: random.Random) -> str:
+    words, weights = zipf_vocabulary()
+    content = rng.choices(words, weights, k=rng.randint(3, 14))
+    return " ".join(f"{rng.choice(FUNCTION_WORDS)} {word}" for word in content).capitalize() + "."
+
+
+def zipf_query(rng: random.Random) -> str:
+    words, weights = zipf_vocabulary()
+    asked = " ".join(rng.choices(words, weights, k=rng.randint(2, 5)))
+    return f"{rng.choice(['what', 'when', 'who', 'where', 'how'])} {asked}?"
+
+
+TEXTS: dict[str, tuple[Callable[[random.Random], str], Callable[[random.Random], str]]] = {
+    "templates": (sentence, query), "zipf": (zipf_sentence, zipf_query)}
+
+
 def percentile(values: Sequence[float], pct: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(pct / 100 * len(ordered)) - 1))]
@@ -115,8 +150,9 @@ def current_rss_mb() -> float:
 class Loader:
     """Grows a mnemic store deterministically: the same seed always yields the same records."""
 
-    def __init__(self, memory: Any, users: int, seed: int, batch: int) -> None:
+    def __init__(self, memory: Any, users: int, seed: int, batch: int, words: str = "templates") -> None:
         self.memory = memory
+        self.sentence, self.query = TEXTS[words]
         self.users = [f"user-{i:03d}" for i in range(users)]
         self.rng = random.Random(seed)
         self.batch = batch
@@ -146,12 +182,12 @@ class Loader:
             size = min(self.batch, goal - self.count)
             turns = size // TURN_SHARE
             when = self.start + timedelta(hours=self.count // 50)
-            self.memory.remember_many([sentence(self.rng) for _ in range(size - turns)], user_id=user,
+            self.memory.remember_many([self.sentence(self.rng) for _ in range(size - turns)], user_id=user,
                                       created_at=when, source_kind="conversation")
             self.sessions += 1
             session = f"{user}-s{self.sessions}"
             for turn in range(1, turns + 1):
-                self.memory.remember_many([sentence(self.rng)], user_id=user, session_id=session, turn=turn,
+                self.memory.remember_many([self.sentence(self.rng)], user_id=user, session_id=session, turn=turn,
                                           created_at=when)
             self.count += size
             if self.count % 5_000 < size:
@@ -191,11 +227,11 @@ def measure(memory: Any, loader: Loader, args: argparse.Namespace, workdir: Path
     result: dict[str, Any] = {"records": size, "users": len(users)}
 
     users = [u for u in users if memory._store.count(u) > 0]
-    queries = [(rng.choice(users), query(rng)) for _ in range(args.recall_samples)]
+    queries = [(rng.choice(users), loader.query(rng)) for _ in range(args.recall_samples)]
     if args.remember_only:
         queries = []
     if not queries:
-        measure_remember(memory, users, rng, args, size, result, log)
+        measure_remember(memory, users, rng, args, size, result, log, loader.sentence)
         result["peak_rss_mb"] = peak_rss_mb()
         result["rss_mb"] = current_rss_mb()
         return result
@@ -242,14 +278,15 @@ def measure(memory: Any, loader: Loader, args: argparse.Namespace, workdir: Path
             f"p95 {result['plain_chroma_filtered_query_with_embedding']['p95_ms']:.1f} ms")
         del plain
 
-    measure_remember(memory, users, rng, args, size, result, log)
+    measure_remember(memory, users, rng, args, size, result, log, loader.sentence)
     result["peak_rss_mb"] = peak_rss_mb()
     result["rss_mb"] = current_rss_mb()
     return result
 
 
 def measure_remember(memory: Any, users: Sequence[str], rng: random.Random, args: argparse.Namespace, size: int,
-                     result: dict[str, Any], log: Callable[[str], None]) -> None:
+                     result: dict[str, Any], log: Callable[[str], None],
+                     sentence: Callable[[random.Random], str] = sentence) -> None:
     embedder = memory.embedder
     # remember() against its floor, measured in turns so a busy machine moves both alike: embedding
     # the text and one plain Chroma add of it (document, vector, the user in metadata) into a
@@ -282,6 +319,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", default="10000,100000", help="comma-separated store sizes, grown in turn")
     parser.add_argument("--users", type=int, default=100)
+    parser.add_argument("--words", choices=sorted(TEXTS), default="templates",
+                        help="templates: a few hundred words (one user saturates at ~20k records); zipf: "
+                             "~17,000 English words drawn by Zipf's law, for a single user with 100k records")
     parser.add_argument("--batch", type=int, default=50,
                         help="records per user per round while loading (facts in one remember_many call)")
     parser.add_argument("--remember-samples", type=int, default=200)
@@ -317,7 +357,7 @@ def main() -> None:
     memory = Memory(workdir / "mnemic", weights=RecallWeights(**changes))
     memory.embedder.embed(["warm-up"])
     log(f"store {workdir}; after start rss {current_rss_mb():.0f} MB")
-    loader = Loader(memory, args.users, args.seed, args.batch)
+    loader = Loader(memory, args.users, args.seed, args.batch, args.words)
     if args.resume or args.measure_only:
         loader.count = loader.stored()  # seeds the generator: statements are not records, but any count will do
         loader.rng = random.Random(args.seed * 1_000_003 + loader.count)

@@ -31,8 +31,9 @@ sys.path.insert(0, str(REPO / "bench"))
 from shipped_tables import deterministic_gzip  # noqa: E402
 
 from mnemic.core.embeddings import default_embedder, find_weights  # noqa: E402
-from mnemic.core.lexical import STOPWORDS, shared_prefix  # noqa: E402
+from mnemic.core.lexical import STOPWORDS  # noqa: E402
 from mnemic.core.related_words import TABLE_PATH  # noqa: E402
+from mnemic.core.word_scores import shared_prefix  # noqa: E402
 
 THRESHOLD = 0.6
 NEIGHBOURS = 5

@@ -169,3 +169,24 @@ def test_a_name_in_most_of_a_users_records_does_not_dominate_word_relevance(tmp_
                         user_id="ana")
         best = memory.recall("Ana pottery", user_id="ana", limit=3)[0]
         assert "pottery class" in best.record.text
+
+
+def test_a_users_record_count_follows_writes_through_any_connection(tmp_path: Path) -> None:
+    # The count behind every word's weight is kept between recalls (counting walks the user's
+    # whole posting list); a write through this index or another one on the file renews it.
+    path = tmp_path / "lexical.sqlite3"
+    index, other = LexicalIndex(path), LexicalIndex(path)
+    index.upsert([("a", "c1", "ana", "Ana adopted a puppy", 1)])
+    assert index.word_scores("puppy", user_id="ana").records == 1
+    other.upsert([(f"o{i}", "c1", "ana", f"Ana walked the dog {i}", 1) for i in range(4)])
+    assert index.word_scores("puppy", user_id="ana").records == 5
+    index.delete("c1", ["o0", "o1"])
+    assert index.word_scores("puppy", user_id="ana").records == 3
+    assert other.word_scores("puppy", user_id="ana").records == 3
+
+
+def test_a_word_in_more_records_than_the_cap_counts_in_the_newest(tmp_path: Path) -> None:
+    index = LexicalIndex(None)
+    index.upsert((f"r{i:02d}", "c1", "ana", f"Ana went hiking, entry {i}", 1) for i in range(30))
+    shares = index.coverage("hiking", user_id="ana", cap=10)
+    assert set(shares) == {f"r{i:02d}" for i in range(20, 30)}

@@ -81,11 +81,11 @@ def test_related_words_reach_only_the_asking_users_records() -> None:
                   ("a2", "c-ana", "ana", "Groceries again", 1),
                   ("b1", "c-ben", "ben", "The children love the aquarium", 1)])
     scores = index.word_scores("kids aquarium", user_id="ana", related=0.5)
-    assert set(scores.coverage) == {"a1"}
-    assert scores.related == {"a1": [("kids", "children")]}
-    assert "b1" not in index.word_scores("kids", user_id="ana", related=0.5).coverage
+    assert set(scores.every()) == {"a1"}
+    assert scores.every()["a1"].related == [("kids", "children")]
+    assert "b1" not in index.word_scores("kids", user_id="ana", related=0.5).every()
     # Without a share, related words lend nothing (knowledge search asks for none).
-    assert index.word_scores("kids", user_id="ana").coverage == {}
+    assert index.word_scores("kids", user_id="ana").every() == {}
 
 
 def test_a_long_query_lends_through_its_most_telling_words_only(monkeypatch) -> None:
@@ -94,14 +94,14 @@ def test_a_long_query_lends_through_its_most_telling_words_only(monkeypatch) -> 
     index.upsert([("a1", "c-ana", "ana", "We took the children to the aquarium", 1),
                   ("a2", "c-ana", "ana", filler, 1)])
     asked: list[str] = []
-    import mnemic.core.lexical as lexical
+    import mnemic.core.word_scores as word_scores
 
     def spy(word: str) -> tuple[tuple[str, float], ...]:
         asked.append(word)
         return related_words(word)
 
-    monkeypatch.setattr(lexical, "related_words", spy)
+    monkeypatch.setattr(word_scores, "related_words", spy)
     scores = index.word_scores(f"{filler} kids", user_id="ana", related=0.5)
-    assert len(asked) == lexical.MAX_RELATED_TERMS
+    assert len(asked) == word_scores.MAX_RELATED_TERMS
     assert "kids" in asked  # said last, but no record holds it: it tells the most
-    assert scores.related == {"a1": [("kids", "children")]}
+    assert {rid: m.related for rid, m in scores.every().items() if m.related} == {"a1": [("kids", "children")]}

@@ -80,7 +80,7 @@ class KnowledgeRanker:
         if sources:
             rows = {row.id: row for row in self._collection.get(ids)}
             ids = [rid for rid in ids if rid in rows and rows[rid].metadata.get("source") in sources]
-        shares = self._lexical.coverage(query_text, user_id=KNOWLEDGE_OWNER) if bm25 else {}
+        shares = self._lexical.coverage(query_text, user_id=KNOWLEDGE_OWNER, record_ids=ids) if bm25 else {}
         # Knowledge does not age: it holds until an operator removes it, so every chunk gets full
         # recency, no time window applies, and ranking rests on relevance alone.
         candidates = [Candidate(record=_Ranked(rid, now), cosine=cosines.get(rid), bm25=bm25.get(rid),

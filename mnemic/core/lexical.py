@@ -9,29 +9,23 @@ index is repaired from Chroma (see `LexicalIndex.sync`).
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
-import math
 import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import takewhile
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import links as link_table
 from .links import Link
 from .local_db import LocalDatabase
-from .related_words import related_words
-from .word_forms import other_forms
+from .word_scores import WordScores, score_words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?])\W*?(\w+)", re.UNICODE)
 COVERAGE_CAP = 5000
-MAX_RELATED_TERMS = 16
-# Okapi bm25's usual constants (FTS5 uses the same).
-BM25_K1 = 1.2
-BM25_B = 0.75
+MAX_COUNTED_OWNERS = 4096
+_IN_BATCH = 500  # ids per IN (...) list, well under SQLite's limit on bound parameters
 
 # Function words that carry no topic: leaving them in an OR query makes every record a hit.
 STOPWORDS = frozenset(
@@ -66,17 +60,6 @@ def query_terms(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class WordScores:
-    """What a query's words say about a user's records (see `LexicalIndex.word_scores`)."""
-
-    bm25: dict[str, float]
-    coverage: dict[str, float]
-    records: int  # how many records the user has in the index
-    # record id -> (query word, the related word the record holds instead), for explanations
-    related: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class LexicalHit:
     record_id: str
     bm25: float  # higher is better (FTS5's rank negated)
@@ -99,6 +82,8 @@ class LexicalIndex:
         self._local = database if isinstance(database, LocalDatabase) else LocalDatabase(database)
         self._lock = self._local.lock
         self._db = self._local.connection
+        # How many records each owner has, as of a state of the database (see _count).
+        self._counts: dict[str, tuple[tuple[int, int], int]] = {}
         self._upgrade_schema()
         self._db.executescript(
             """
@@ -237,105 +222,64 @@ class LexicalIndex:
                 return []
         return [LexicalHit(record_id=r[0], bm25=-float(r[1])) for r in rows]
 
-    def coverage(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP) -> dict[str, float]:
-        """For each of the user's records holding a query word: the idf-weighted share of the
-        query's words it holds, 0..1 (see `word_scores`)."""
-        return self.word_scores(query, user_id=user_id, cap=cap).coverage
+    def coverage(self, query: str, *, user_id: str, record_ids: Sequence[str] | None = None,
+                 cap: int = COVERAGE_CAP) -> dict[str, float]:
+        """The idf-weighted share of the query's words (0..1) each of the user's records holds,
+        among `record_ids` (None: every record holding a query word, each named: costly for a
+        common word in a large store); records holding none are left out (see `word_scores`)."""
+        scores = self.word_scores(query, user_id=user_id, cap=cap)
+        matches = scores.every() if record_ids is None else scores.of(record_ids)
+        return {rid: match.coverage for rid, match in matches.items()}
 
     def word_scores(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP,
                     related: float = 0.0) -> WordScores:
-        """bm25 and coverage of each of the user's records holding a query word, with every word
-        weighted by how well it discriminates among the user's own records (its idf there).
-
-        A name said in most of a user's records (their own, a speaker label) is worth almost
-        nothing, however rare it is among everyone else's; FTS5's own bm25 would weigh it by the
-        whole table. Coverage is the idf-weighted share of the query's words a record holds: near
-        1 for a record that answers the whole question, near 0 for one sharing only a common word.
-        A record holding a word close in meaning to a query word instead of the word itself earns
-        `related` times their similarity of its share (`related_words.py`; 0: none). Names, the
-        words capitalised inside the query, lend nothing. bm25 adds how long the record is (a word
-        in a short record says more; lengths in characters, each word counted once: turns rarely
-        repeat a word). A word in more than `cap` records is counted as in `cap`: it is
-        common, its weight small, and listing every record would cost more than it says.
-        """
+        """How the query's words score each of the user's records that holds one of them, or a
+        word of like meaning when `related` > 0 (see `word_scores.py`)."""
         terms = query_terms(query)
         if not terms:
-            return WordScores({}, {}, 0)
+            return WordScores(0)
         token = self.owner(user_id)
-        postings: list[dict[str, int]] = []
         with self._lock:
             try:
                 total = self._count(token)
-                postings = [self._postings(token, term, cap) for term in terms]
             except sqlite3.OperationalError:
-                return WordScores({}, {}, 0)
-        if total == 0:
-            return WordScores({}, {}, 0)
-        # Two forms of one word ("dance", "dancing") match the same records through the porter
-        # stemmer: count them once. A word no record holds still counts: the records answer less
-        # of the question.
-        kept: list[tuple[str, dict[str, int], float]] = []
-        for term, found in zip(terms, postings, strict=True):
-            if found and any(found.keys() == other.keys() and shared_prefix(term, word) >= 4
-                             for word, other, _ in kept):
-                continue
-            df = len(found)
-            kept.append((term, found, math.log((total - df + 0.5) / (df + 0.5) + 1.0)))
-        whole = sum(weight for _, _, weight in kept)
-        if whole <= 0:
-            return WordScores({}, {}, total)
-        lengths = {rid: size for _, found, _ in kept for rid, size in found.items()}
-        mean_length = sum(lengths.values()) / len(lengths) if lengths else 1.0
-        bm25: dict[str, float] = {}
-        shares: dict[str, float] = {}
-        for _, found, weight in kept:
-            for record_id, size in found.items():
-                norm = 1.0 - BM25_B + BM25_B * size / max(mean_length, 1.0)
-                bm25[record_id] = bm25.get(record_id, 0.0) + weight * (BM25_K1 + 1.0) / (1.0 + BM25_K1 * norm)
-                shares[record_id] = shares.get(record_id, 0.0) + weight / whole
-        lent: dict[str, list[tuple[str, str]]] = {}
-        names = capitalised_words(query)
-        # Each word costs a few more index reads: a long query (a pasted document) lends through
-        # its most telling words only.
-        telling = heapq.nlargest(MAX_RELATED_TERMS, kept, key=lambda item: item[2])
-        for term, found, weight in telling:
-            if term in names:
-                continue
-            # Another form of the word ("bought" for "buy") is the word: full credit. A related
-            # word earns `related` times their similarity.
-            lenders = [(form, 1.0) for form in other_forms(term)]
-            if related > 0:
-                lenders += [(word, related * similarity) for word, similarity in related_words(term)]
-            holders = self._related_holders(token, terms, found, cap, lenders)
-            for record_id, (credit, word) in holders.items():
-                shares[record_id] = shares.get(record_id, 0.0) + weight / whole * credit
-                lent.setdefault(record_id, []).append((term, word))
-        return WordScores(bm25, shares, total, lent)
+                return WordScores(0)
+            postings = [self.holders(token, term, cap) for term in terms]
+        return score_words(self, token, terms, records=total, cap=cap, related=related,
+                           names=capitalised_words(query), postings=postings)
 
-    def _postings(self, owner: str, word: str, cap: int) -> dict[str, int]:
-        """The owner's records holding a word (by its porter stem), with their lengths; under the lock."""
-        return dict(self._db.execute(
-            "SELECT record_id, length(body) FROM lexical WHERE lexical MATCH ? LIMIT ?",
-            ("owner : " + owner + ' AND body : "' + word.replace('"', '""') + '"', cap),
-        ).fetchall())
+    def holders(self, owner: str, word: str, cap: int) -> list[int]:
+        """The FTS5 rows of the owner's records holding a word (by its porter stem), newest first,
+        at most `cap`: past it a common word's share goes to recent records, not old ones."""
+        with self._lock:
+            try:
+                return [row for (row,) in self._db.execute(
+                    "SELECT rowid FROM lexical WHERE lexical MATCH ? ORDER BY rowid DESC LIMIT ?",
+                    ("owner : " + owner + ' AND body : "' + word.replace('"', '""') + '"', cap))]
+            except sqlite3.OperationalError:
+                return []
 
-    def _related_holders(self, owner: str, terms: Sequence[str], holding: Mapping[str, int], cap: int,
-                         lenders: Sequence[tuple[str, float]]) -> dict[str, tuple[float, str]]:
-        """Records that lack a query word (hold none of `holding`) but hold one of its `lenders`
-        (word, credit): record id -> (the best credit, that word). A lender that is itself a query
-        word (or a form of one) earns its own share instead."""
-        found: dict[str, tuple[float, str]] = {}
-        for word, credit in lenders:
-            if any(shared_prefix(word, other) >= min(4, len(other)) for other in terms):
-                continue
-            with self._lock:
-                try:
-                    holders = self._postings(owner, word, cap)
-                except sqlite3.OperationalError:
-                    continue
-            for record_id in holders:
-                if record_id not in holding and credit > found.get(record_id, (0.0, ""))[0]:
-                    found[record_id] = (credit, word)
+    def rows(self, owner: str, rowids: Sequence[int]) -> dict[int, tuple[str, int]]:
+        """Row -> (record id, length of its text) for the owner's rows among `rowids`."""
+        found: dict[int, tuple[str, int]] = {}
+        with self._lock:
+            for start in range(0, len(rowids), _IN_BATCH):
+                batch = list(rowids[start:start + _IN_BATCH])
+                found.update((row, (record_id, length)) for row, record_id, length in self._db.execute(
+                    f"SELECT rowid, record_id, length(body) FROM lexical WHERE rowid IN ({_marks(batch)}) "
+                    "AND owner = ?", (*batch, owner)))
+        return found
+
+    def rows_of(self, owner: str, record_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Record id -> (row, length of its text) for the owner's records among `record_ids`."""
+        found: dict[str, tuple[int, int]] = {}
+        with self._lock:
+            for start in range(0, len(record_ids), _IN_BATCH):
+                batch = list(record_ids[start:start + _IN_BATCH])
+                found.update((record_id, (row, length)) for record_id, row, length in self._db.execute(
+                    "SELECT i.record_id, i.fts_rowid, length(l.body) FROM indexed i "
+                    f"JOIN lexical l ON l.rowid = i.fts_rowid WHERE i.record_id IN ({_marks(batch)}) "
+                    "AND l.owner = ?", (*batch, owner)))
         return found
 
     def linked(self, seeds: Iterable[str], *, user_id: str, records: int | None = None) -> list[Link]:
@@ -350,8 +294,20 @@ class LexicalIndex:
             return link_table.linked(self._db, owner=owner, seeds=seeds, records=count)
 
     def _count(self, owner: str) -> int:
-        return int(self._db.execute("SELECT count(*) FROM lexical WHERE lexical MATCH ?",
-                                    ("owner : " + owner,)).fetchone()[0])
+        """How many records the owner has; under the lock. Counting walks the owner's whole posting
+        list (~1.4 ms at 10,000 records, ten times that at 100,000), so the count is kept until the
+        database changes: through this connection (its change counter), or through another one
+        (SQLite's data_version, e.g. another Memory object on the same path)."""
+        state = (int(self._db.execute("PRAGMA data_version").fetchone()[0]), self._db.total_changes)
+        known = self._counts.get(owner)
+        if known is not None and known[0] == state:
+            return known[1]
+        count = int(self._db.execute("SELECT count(*) FROM lexical WHERE lexical MATCH ?",
+                                     ("owner : " + owner,)).fetchone()[0])
+        if len(self._counts) >= MAX_COUNTED_OWNERS:
+            self._counts.clear()
+        self._counts[owner] = (state, count)
+        return count
 
     def turn_ids(self, collection: str, wanted: Mapping[str, Iterable[int]]) -> list[str]:
         """Ids of the records at the given turns of the given sessions (as last indexed)."""
@@ -448,6 +404,6 @@ def unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def shared_prefix(a: str, b: str) -> int:
-    """How many leading characters two words share: a crude same-word test for stemmed matches."""
-    return sum(1 for _ in takewhile(lambda pair: pair[0] == pair[1], zip(a, b, strict=False)))
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join("?" * len(values))
+

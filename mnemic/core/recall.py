@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,6 +41,7 @@ from .links import Link
 from .ranking import Candidate, RecallWeights, fuse, own_relevance, query_time_window
 from .records import MemoryMatch, MemoryRecord
 from .store import ChromaStore, StoredRow
+from .word_scores import WordMatch, WordScores
 
 T = TypeVar("T")
 
@@ -57,13 +58,13 @@ class RecallRequest:
 
 @dataclass
 class _WordSide:
-    bm25: dict[str, float]
-    coverage: dict[str, float]
-    related: dict[str, list[tuple[str, str]]]  # record id -> (query word, related word it holds)
-    ranked: list[str]  # every record sharing a query word, most promising first
-    records: int  # how many records the user has
+    scores: WordScores
+    ranked: list[str]  # the records sharing a query word that were read ahead, most promising first
     requested: set[str] = field(default_factory=set)  # ids already asked of Chroma
     read: dict[str, tuple[StoredRow, MemoryRecord]] = field(default_factory=dict)
+
+    def signals(self, record_ids: Iterable[str]) -> dict[str, WordMatch]:
+        return self.scores.of(record_ids)
 
 
 def _probe_count(limit: int) -> int:
@@ -111,10 +112,10 @@ class RecallPipeline:
         vector = self.embed(request.query)
         candidates = self._dense(request, vector)
         words = self._outcome(words_job, lambda: self._word_side(request, weights))
-        self._add_word_matches(request, vector, candidates, words)
+        self._add_word_matches(request, vector, candidates, words, weights)
         links = self._add_related(request, vector, candidates, words, weights)
-        for candidate in candidates.values():
-            candidate.related_words = words.related.get(candidate.record.id, [])
+        for rid, match in words.signals(candidates).items():
+            candidates[rid].related_words = match.related
         return self._ranked(request, candidates, weights, links)
 
     def _in_background(self, work: Callable[[], T]) -> Future[T]:
@@ -160,18 +161,14 @@ class RecallPipeline:
         # bm25 and coverage for every record sharing a word, weighted within the user's records: a
         # record that only context or a link lifts into the results still needs its own relevance.
         scores = self.lexical.word_scores(request.query, user_id=request.owner, related=weights.related)
-        bm25, coverage = scores.bm25, scores.coverage
-
-        def promise(record_id: str) -> float:
-            bm = bm25.get(record_id) or 0.0
-            return (weights.lexical * bm / (bm + weights.lexical_saturation)
-                    + weights.coverage * coverage.get(record_id, 0.0))
-
-        ranked = sorted(dict.fromkeys([*bm25, *coverage]), key=promise, reverse=True)
-        words = _WordSide(bm25=bm25, coverage=coverage, related=scores.related, ranked=ranked,
-                          records=scores.records)
-        self._read(request, words, ranked[:_read_ahead_count(request.limit)])
+        words = _WordSide(scores=scores, ranked=self._promising(scores, _read_ahead_count(request.limit), weights))
+        self._read(request, words, words.ranked)
         return words
+
+    @staticmethod
+    def _promising(scores: WordScores, count: int, weights: RecallWeights) -> list[str]:
+        return scores.most_promising(count, lexical=weights.lexical, saturation=weights.lexical_saturation,
+                                     coverage=weights.coverage)
 
     def _read(self, request: RecallRequest, words: _WordSide, ids: list[str]) -> None:
         if not ids:
@@ -186,19 +183,23 @@ class RecallPipeline:
             words.read[row.id] = (row, self.record_of(row))
 
     def _add_word_matches(self, request: RecallRequest, vector: np.ndarray, candidates: dict[str, Candidate],
-                          words: _WordSide) -> None:
-        for candidate in candidates.values():
-            candidate.bm25 = words.bm25.get(candidate.record.id)
-            candidate.coverage = words.coverage.get(candidate.record.id, 0.0)
-        probes = [rid for rid in words.ranked if rid not in candidates][:_probe_count(request.limit)]
-        # Only when the dense side widened past its pool can it have claimed more than the spares.
+                          words: _WordSide, weights: RecallWeights) -> None:
+        for rid, match in words.signals(candidates).items():
+            candidates[rid].bm25, candidates[rid].coverage = match.bm25, match.coverage
+        probe_count = _probe_count(request.limit)
+        probes = [rid for rid in words.ranked if rid not in candidates][:probe_count]
+        if len(probes) < probe_count and len(words.ranked) == _read_ahead_count(request.limit):
+            # The dense side widened past its pool and claimed more than the spares.
+            ranked = self._promising(words.scores, probe_count + len(candidates), weights)
+            probes = [rid for rid in ranked if rid not in candidates][:probe_count]
         self._read(request, words, [rid for rid in probes if rid not in words.requested])
+        signals = words.signals(probes)
         for rid in probes:
-            if rid not in words.read:
+            if rid not in words.read or rid not in signals:
                 continue
             row, record = words.read[rid]
-            found = self._candidate(row, record, request, vector, bm25=words.bm25.get(rid),
-                                    coverage=words.coverage.get(rid, 0.0))
+            found = self._candidate(row, record, request, vector, bm25=signals[rid].bm25,
+                                    coverage=signals[rid].coverage)
             if found is not None:
                 candidates[rid] = found
 
@@ -212,7 +213,7 @@ class RecallPipeline:
         if weights.links:
             own = {c.record.id: own_relevance(c, weights) for c in ranked[:ranking.LINK_SEEDS]}
             for link in self.lexical.linked([rid for rid, score in own.items() if score > 0],
-                                            user_id=request.owner, records=words.records):
+                                            user_id=request.owner, records=words.scores.records):
                 if matched_terms(request.query, link.term):
                     continue  # a query word: the records holding it are word matches already
                 links.setdefault(link.record_id, []).append(link)
@@ -226,11 +227,13 @@ class RecallPipeline:
         unread = [rid for rid in ids if rid not in words.read]
         fetched = self.store.get(request.owner, ids=unread, embeddings=True) if unread else []
         rows = already_read + [(row, self.record_of(row)) for row in fetched]
+        signals = words.signals(row.id for row, _ in rows if row.id not in candidates)
         for row, record in rows:
             if row.id in candidates:
                 continue
-            found = self._candidate(row, record, request, vector, bm25=words.bm25.get(row.id),
-                                    coverage=words.coverage.get(row.id, 0.0))
+            match = signals.get(row.id)
+            found = self._candidate(row, record, request, vector, bm25=match.bm25 if match else None,
+                                    coverage=match.coverage if match else 0.0)
             if found is not None:
                 candidates[found.record.id] = found
         return links
