@@ -109,7 +109,7 @@ def zipf_vocabulary() -> tuple[list[str], list[float]]:
 
 def zipf_sentence(rng: random.Random) -> str:
     words, weights = zipf_vocabulary()
-    content = rng.choices(words, weights, k=rng.randint(3, 14))
+    content = rng.choices(words, weights, k=rng.randint(6, 28) // 2)
     return " ".join(f"{rng.choice(FUNCTION_WORDS)} {word}" for word in content).capitalize() + "."
 
 
@@ -319,6 +319,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", default="10000,100000", help="comma-separated store sizes, grown in turn")
     parser.add_argument("--users", type=int, default=100)
+    parser.add_argument("--user-ids", default="",
+                        help="comma-separated user ids to measure (with --measure-only: a store grown elsewhere)")
     parser.add_argument("--words", choices=sorted(TEXTS), default="templates",
                         help="templates: a few hundred words (one user saturates at ~20k records); zipf: "
                              "~17,000 English words drawn by Zipf's law, for a single user with 100k records")
@@ -358,6 +360,8 @@ def main() -> None:
     memory.embedder.embed(["warm-up"])
     log(f"store {workdir}; after start rss {current_rss_mb():.0f} MB")
     loader = Loader(memory, args.users, args.seed, args.batch, args.words)
+    if args.user_ids:
+        loader.users = [u.strip() for u in args.user_ids.split(",") if u.strip()]
     if args.resume or args.measure_only:
         loader.count = loader.stored()  # seeds the generator: statements are not records, but any count will do
         loader.rng = random.Random(args.seed * 1_000_003 + loader.count)

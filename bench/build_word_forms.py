@@ -27,8 +27,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from shipped_tables import deterministic_gzip  # noqa: E402
 
-from mnemic.core.word_scores import shared_prefix  # noqa: E402
 from mnemic.core.word_forms import LICENSE_PATH, TABLE_PATH  # noqa: E402
+from mnemic.core.word_scores import shared_prefix  # noqa: E402
 
 EXCEPTION_FILES = ("verb.exc", "noun.exc")
 SAME_WORD_PREFIX = 4

@@ -190,3 +190,43 @@ def test_a_statement_queued_through_another_memory_object_is_not_stored_after_it
     assert not forgetting.is_alive()
     assert eraser.list(user_id="alice") == [] and queuer.list(user_id="alice") == []
     assert eraser.recall("passport", user_id="alice") == []
+
+
+def test_a_statement_queued_through_another_client_of_the_database_is_not_stored_after_forget(
+        tmp_path: Path) -> None:
+    # The erasure order was keyed by the client object: two services building a client each for
+    # one database got a lock each, and a queued write landed after the other's forget().
+    import threading
+
+    import chromadb
+
+    embedding, release = threading.Event(), threading.Event()
+    real = HashEmbedder()
+
+    class SlowOnTheSecret:
+        name, dimension = real.name, real.dimension
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            if any("Elm" in t for t in texts):
+                embedding.set()
+                release.wait(10)
+            return real.embed(texts)
+
+    queuer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=SlowOnTheSecret(),
+                    lexical_path=tmp_path / "one.sqlite3")
+    eraser = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=HashEmbedder(),
+                    lexical_path=tmp_path / "two.sqlite3")
+    try:
+        queuer.remember_many(["I live at 12 Elm Street."], user_id="alice")
+        assert embedding.wait(10), "the scenario needs the queued write under way"
+        forgetting = threading.Thread(target=lambda: eraser.forget(user_id="alice"))
+        forgetting.start()
+        forgetting.join(0.5)  # unfixed, the erasure is over by now, before the write
+        release.set()
+        forgetting.join(10)
+        queuer.drain_writes(10)
+        assert eraser.list(user_id="alice") == []
+    finally:
+        release.set()
+        queuer.close()
+        eraser.close()

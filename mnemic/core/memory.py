@@ -60,7 +60,7 @@ from .scopes import ROOT
 from .scrub import Scrubber
 from .serving import RecordReader
 from .stats import WriteStats
-from .store import ChromaStore, KnowledgeCollection, RunCollection, make_persistent_client
+from .store import ChromaStore, KnowledgeCollection, RunCollection, database_identity, make_persistent_client
 from .store.history import ChromaHistory
 from .validation import MAX_TEXT_CHARS, check_user_id, scope_paths
 from .views import MemoryView
@@ -147,7 +147,7 @@ class Memory:
                                      sole_writer=self.mode == "embedded", scrubber=scrubber,
                                      admit=self._intake.admit)
         self._writer = BackgroundWriter(must_not_hold=self._records.lock.held)
-        self._erasure_order = erasure_order(self.path if self.path is not None else id(client), self.namespace)
+        self._erasure_order = erasure_order(database_identity(client), self.namespace)
         self._wire()
         self._recovery = Recovery(
             store=self._store, local=self._local, sync=self._sync, namespace=self.namespace, embed=embed,

@@ -2,7 +2,7 @@
 `knowledge` the shared knowledge; `runs` what runs of agent teams produced; `naming` how all of
 them are named, and whose each collection is."""
 
-from .chroma import ChromaStore, EmbedderMismatchError, StoredRow, make_persistent_client
+from .chroma import ChromaStore, EmbedderMismatchError, StoredRow, database_identity, make_persistent_client
 from .knowledge import KNOWLEDGE_COLLECTION_SUFFIX, KnowledgeCollection
 from .naming import MEMORY_COLLECTION_INFIX, NamespaceCollisionError, namespace_slug, owner_key
 from .runs import RUNS_COLLECTION_SUFFIX, RunCollection
@@ -17,6 +17,7 @@ __all__ = [
     "NamespaceCollisionError",
     "RunCollection",
     "StoredRow",
+    "database_identity",
     "make_persistent_client",
     "namespace_slug",
     "owner_key",

@@ -20,7 +20,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -94,6 +94,22 @@ def make_persistent_client(path: Path) -> Any:
 
     client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
     return gated_client(client, path)
+
+
+def database_identity(client: Any) -> Hashable:
+    """What names the database a Chroma client reaches, so that two clients of one database (a
+    PersistentClient per component, an HttpClient per worker) are known as one: its folder, or
+    its server, tenant and database. A client that tells none of these is known by itself."""
+    try:
+        settings = client.get_settings()
+        place: tuple[Any, ...] = (
+            ("folder", str(Path(settings.persist_directory).resolve())) if settings.is_persistent
+            else ("server", settings.chroma_server_host, settings.chroma_server_http_port))
+        if place[0] == "server" and place[1] is None:
+            return ("client", id(client))  # in memory: this client is the database
+        return (*place, getattr(client, "tenant", None), getattr(client, "database", None))
+    except Exception:  # a stand-in client, or one from another chromadb release
+        return ("client", id(client))
 
 
 @dataclass(frozen=True)
