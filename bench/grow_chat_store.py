@@ -46,7 +46,7 @@ def main() -> None:
                 memory.drain_writes()
                 print(f"{i + 1} turns in {time.perf_counter() - began:.0f} s", flush=True)
         memory.drain_writes()
-        print(f"records stored: {len(memory.list(user_id='solo', limit=10**7))}")
+        print(f"records stored: {memory.tree(user_id='solo')['count']}")
 
 
 if __name__ == "__main__":

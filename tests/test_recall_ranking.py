@@ -190,3 +190,15 @@ def test_a_word_in_more_records_than_the_cap_counts_in_the_newest(tmp_path: Path
     index.upsert((f"r{i:02d}", "c1", "ana", f"Ana went hiking, entry {i}", 1) for i in range(30))
     shares = index.coverage("hiking", user_id="ana", cap=10)
     assert set(shares) == {f"r{i:02d}" for i in range(20, 30)}
+
+
+def test_a_word_past_the_cap_weighs_what_its_count_says_not_what_was_listed() -> None:
+    # Only the newest holders of a common word are listed; its weight must still be that of a
+    # word held by all of them, or it would crowd out the rare words of the question.
+    index = LexicalIndex(None)
+    index.upsert((f"r{i:02d}", "c1", "ana", f"Ana went hiking, entry {i}", 1) for i in range(30))
+    index.upsert([("z1", "c1", "ana", "Ana saw a zebra", 1)])
+    listed = index.coverage("zebra hiking", user_id="ana", cap=10)
+    whole = index.coverage("zebra hiking", user_id="ana", cap=1000)
+    assert listed["z1"] == pytest.approx(whole["z1"], rel=0.02)
+    assert listed["z1"] > 0.7  # the rare word carries the question

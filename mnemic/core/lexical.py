@@ -23,7 +23,7 @@ from .word_scores import WordScores, score_words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?])\W*?(\w+)", re.UNICODE)
-COVERAGE_CAP = 5000
+COVERAGE_CAP = 1000
 MAX_COUNTED_OWNERS = 4096
 _IN_BATCH = 500  # ids per IN (...) list, well under SQLite's limit on bound parameters
 
@@ -248,13 +248,25 @@ class LexicalIndex:
         return score_words(self, token, terms, records=total, cap=cap, related=related,
                            names=capitalised_words(query), postings=postings)
 
+    def records_holding(self, owner: str, word: str) -> int:
+        """About how many of the owner's records hold a word (see `links.records_holding`)."""
+        with self._lock:
+            try:
+                return link_table.records_holding(self._db, owner=owner, word=word)
+            except sqlite3.OperationalError:
+                return 0
+
     def holders(self, owner: str, word: str, cap: int) -> list[int]:
-        """The FTS5 rows of the owner's records holding a word (by its porter stem), newest first,
-        at most `cap`: past it a common word's share goes to recent records, not old ones."""
+        """The FTS5 rows of the owner's records holding a word (by its porter stem), at most `cap`:
+        past it the newest, so a common word's share goes to recent records, not old ones. Walking
+        the rows backwards costs half as much again, so it is done only for a word the user's word
+        counts say is that common."""
+        newest_first = self.records_holding(owner, word) >= cap
         with self._lock:
             try:
                 return [row for (row,) in self._db.execute(
-                    "SELECT rowid FROM lexical WHERE lexical MATCH ? ORDER BY rowid DESC LIMIT ?",
+                    "SELECT rowid FROM lexical WHERE lexical MATCH ? ORDER BY rowid "
+                    + ("DESC" if newest_first else "ASC") + " LIMIT ?",
                     ("owner : " + owner + ' AND body : "' + word.replace('"', '""') + '"', cap))]
             except sqlite3.OperationalError:
                 return []

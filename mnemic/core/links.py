@@ -119,3 +119,14 @@ def linked(db: sqlite3.Connection, *, owner: str, seeds: Iterable[str], records:
         if specificity > 0:
             found += [Link(record_id=other, via=via, term=term, specificity=specificity) for other in others]
     return found
+
+
+def records_holding(db: sqlite3.Connection, *, owner: str, word: str) -> int:
+    """About how many of the owner's records hold a word in any of its forms: the counts of the
+    words it begins ("visit" for "visiting": visit, visits, visited...), for a word too common to
+    list its holders. Records holding two forms are counted twice; a word of another stem with the
+    same beginning is counted too; both make a common word count as commoner, which is safe."""
+    stem = word[: max(4, len(word) - 3)] if len(word) > 5 else word
+    held = db.execute("SELECT sum(df) FROM link_terms WHERE owner = ? AND term >= ? AND term < ?",
+                      (owner, stem, stem + "\U0010ffff")).fetchone()[0]
+    return int(held or 0)
