@@ -32,6 +32,8 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # How many of the most promising holders set the mean length bm25 compares a record's with.
 LENGTH_SAMPLE = 64
+# Up to this many records reached, all are named at once: one read, and none to come.
+NAME_ALL = 400
 
 
 class Postings(Protocol):
@@ -66,6 +68,7 @@ class WordScores:
     _named: dict[int, tuple[str, int]] = field(default_factory=dict)  # row -> (record id, length)
     _rows: dict[str, int] = field(default_factory=dict)  # record id -> row, for those named
     _unreached: set[str] = field(default_factory=set)  # record ids asked about that hold no query word
+    _all_named: bool = False
     _mean_length: float = 1.0
     _order: list[int] | None = None
 
@@ -87,7 +90,7 @@ class WordScores:
         """The word signals of the user's records among `record_ids` that the query's words reach."""
         record_ids = list(dict.fromkeys(record_ids))
         wanted = [rid for rid in record_ids if rid not in self._rows and rid not in self._unreached]
-        if wanted and self.index is not None and self.coverage:
+        if wanted and self.index is not None and self.coverage and not self._all_named:
             for rid, (row, length) in self.index.rows_of(self.owner, wanted).items():
                 if row in self.coverage:
                     self._named[row] = (rid, length)
@@ -160,7 +163,11 @@ def score_words(index: Postings, owner: str, terms: Sequence[str], *, records: i
             shares[row] = shares.get(row, 0.0) + weight / whole * credit
             scores.related.setdefault(row, []).append((term, word))
     sample = heapq.nlargest(LENGTH_SAMPLE, held, key=lambda row: (shares[row], row))
-    scores._name(sample)
+    if len(shares) <= NAME_ALL:
+        scores._name(list(shares))
+        scores._all_named = True
+    else:
+        scores._name(sample)
     lengths = [scores._named[row][1] for row in sample if row in scores._named]
     scores._mean_length = sum(lengths) / len(lengths) if lengths else 1.0
     return scores
