@@ -105,3 +105,24 @@ def test_a_long_query_lends_through_its_most_telling_words_only(monkeypatch) -> 
     assert len(asked) == word_scores.MAX_RELATED_TERMS
     assert "kids" in asked  # said last, but no record holds it: it tells the most
     assert {rid: m.related for rid, m in scores.every().items() if m.related} == {"a1": [("kids", "children")]}
+
+
+def test_a_word_past_the_cap_lends_nothing(monkeypatch) -> None:
+    # It is common and weighs little; asking the index for its relatives' holders cost a walk of
+    # the user's postings per relative, most of the word side of a 100k-record user's recall.
+    index = LexicalIndex(None)
+    index.upsert((f"r{i:02d}", "c-ana", "ana", f"Ana bought sweets for the kids, day {i}", 1) for i in range(30))
+    index.upsert([("a1", "c-ana", "ana", "Ana's children love the zoo", 1)])
+    asked: list[str] = []
+    import mnemic.core.word_scores as word_scores
+
+    def spy(word: str) -> tuple[tuple[str, float], ...]:
+        asked.append(word)
+        return related_words(word)
+
+    monkeypatch.setattr(word_scores, "related_words", spy)
+    assert "a1" in index.word_scores("kids zoo", user_id="ana", related=0.5).every()
+    assert "kids" in asked
+    asked.clear()
+    index.word_scores("kids zoo", user_id="ana", related=0.5, cap=10)
+    assert "kids" not in asked and "zoo" in asked

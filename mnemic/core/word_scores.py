@@ -152,7 +152,9 @@ def score_words(index: Postings, owner: str, terms: Sequence[str], *, records: i
     # Each word costs a few more index reads: a long query (a pasted document) lends through its
     # most telling words only.
     for term, found, weight in heapq.nlargest(MAX_RELATED_TERMS, kept, key=lambda item: item[2]):
-        if term in names:
+        if term in names or len(found) >= cap:
+            # A name lends nothing; nor does a word past the cap: what it would lend is a share of
+            # a small weight, and each lender costs a walk of the user's postings (~1 ms at 100k).
             continue
         # Another form of the word ("bought" for "buy") is the word: full credit. A related word
         # earns `related` times their similarity.
