@@ -157,37 +157,48 @@ def test_rows_caught_half_deleted_are_not_served(tmp_path: Path, monkeypatch: py
         assert len(memory.recall("tea", user_id="alice")) == 1
 
 
+class HeldOnWord:
+    """An embedder that holds any batch with `word` in it until released: a queued write caught
+    between its erasure check and its write."""
+
+    def __init__(self, word: str) -> None:
+        import threading
+
+        self.word, self.real = word, HashEmbedder()
+        self.name, self.dimension = self.real.name, self.real.dimension
+        self.embedding, self.release = threading.Event(), threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if any(self.word in t for t in texts):
+            self.embedding.set()
+            self.release.wait(10)
+        return self.real.embed(texts)
+
+
+def forget_while_the_write_waits(eraser: Memory, queuer: Memory, held: HeldOnWord) -> None:
+    import threading
+
+    assert held.embedding.wait(10), "the scenario needs the queued write under way"
+    forgetting = threading.Thread(target=lambda: eraser.forget(user_id="alice"))
+    forgetting.start()
+    forgetting.join(0.5)  # unfixed, the erasure is over by now, before the write
+    held.release.set()
+    forgetting.join(10)
+    queuer.drain_writes(10)
+    assert not forgetting.is_alive()
+
+
 def test_a_statement_queued_through_another_memory_object_is_not_stored_after_its_user_is_forgotten(
         two_writers: tuple[Memory, Memory]) -> None:
     # remember_many() acknowledged the statement through the second object; its writer had checked
     # that alice was not erased and was embedding when forget(user_id="alice") ran through the
     # first object. The two objects' locks were separate, so the erasure ran in between and the
     # statement was written after it: alice was back, with what she had asked to have erased.
-    import threading
-
     eraser, queuer = two_writers
-    real = queuer.embedder
-    embedding, release = threading.Event(), threading.Event()
-
-    class SlowOnTheSecret:
-        name, dimension = real.name, real.dimension
-
-        def embed(self, texts: Sequence[str]) -> np.ndarray:
-            if any("passport" in t for t in texts):
-                embedding.set()
-                release.wait(10)
-            return real.embed(texts)
-
-    queuer.embedder = SlowOnTheSecret()  # type: ignore[assignment]
+    held = HeldOnWord("passport")
+    queuer.embedder = held  # type: ignore[assignment]
     queuer.remember_many(["My passport number is kept in the blue folder."], user_id="alice")
-    assert embedding.wait(10), "the scenario needs the queued write under way"
-    forgetting = threading.Thread(target=lambda: eraser.forget(user_id="alice"))
-    forgetting.start()
-    forgetting.join(0.5)  # unfixed, the erasure is over by now, before the write
-    release.set()
-    forgetting.join(10)
-    queuer.drain_writes(10)
-    assert not forgetting.is_alive()
+    forget_while_the_write_waits(eraser, queuer, held)
     assert eraser.list(user_id="alice") == [] and queuer.list(user_id="alice") == []
     assert eraser.recall("passport", user_id="alice") == []
 
@@ -196,37 +207,18 @@ def test_a_statement_queued_through_another_client_of_the_database_is_not_stored
         tmp_path: Path) -> None:
     # The erasure order was keyed by the client object: two services building a client each for
     # one database got a lock each, and a queued write landed after the other's forget().
-    import threading
-
     import chromadb
 
-    embedding, release = threading.Event(), threading.Event()
-    real = HashEmbedder()
-
-    class SlowOnTheSecret:
-        name, dimension = real.name, real.dimension
-
-        def embed(self, texts: Sequence[str]) -> np.ndarray:
-            if any("Elm" in t for t in texts):
-                embedding.set()
-                release.wait(10)
-            return real.embed(texts)
-
-    queuer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=SlowOnTheSecret(),
+    held = HeldOnWord("Elm")
+    queuer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=held,
                     lexical_path=tmp_path / "one.sqlite3")
     eraser = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=HashEmbedder(),
                     lexical_path=tmp_path / "two.sqlite3")
     try:
         queuer.remember_many(["I live at 12 Elm Street."], user_id="alice")
-        assert embedding.wait(10), "the scenario needs the queued write under way"
-        forgetting = threading.Thread(target=lambda: eraser.forget(user_id="alice"))
-        forgetting.start()
-        forgetting.join(0.5)  # unfixed, the erasure is over by now, before the write
-        release.set()
-        forgetting.join(10)
-        queuer.drain_writes(10)
+        forget_while_the_write_waits(eraser, queuer, held)
         assert eraser.list(user_id="alice") == []
     finally:
-        release.set()
+        held.release.set()
         queuer.close()
         eraser.close()

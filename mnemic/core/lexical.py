@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import links as link_table
 from .links import Link
@@ -273,25 +274,22 @@ class LexicalIndex:
 
     def rows(self, owner: str, rowids: Sequence[int]) -> dict[int, tuple[str, int]]:
         """Row -> (record id, length of its text) for the owner's rows among `rowids`."""
-        found: dict[int, tuple[str, int]] = {}
-        with self._lock:
-            for start in range(0, len(rowids), _IN_BATCH):
-                batch = list(rowids[start:start + _IN_BATCH])
-                found.update((row, (record_id, length)) for row, record_id, length in self._db.execute(
-                    f"SELECT rowid, record_id, length(body) FROM lexical WHERE rowid IN ({_marks(batch)}) "
-                    "AND owner = ?", (*batch, owner)))
-        return found
+        return {row: (record_id, length) for row, record_id, length in self._in_batches(
+            "SELECT rowid, record_id, length(body) FROM lexical WHERE rowid IN ({}) AND owner = ?", rowids, owner)}
 
     def rows_of(self, owner: str, record_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         """Record id -> (row, length of its text) for the owner's records among `record_ids`."""
-        found: dict[str, tuple[int, int]] = {}
+        return {record_id: (row, length) for record_id, row, length in self._in_batches(
+            "SELECT i.record_id, i.fts_rowid, length(l.body) FROM indexed i JOIN lexical l ON l.rowid = i.fts_rowid "
+            "WHERE i.record_id IN ({}) AND l.owner = ?", record_ids, owner)}
+
+    def _in_batches(self, sql: str, values: Sequence[object], owner: str) -> list[tuple[Any, ...]]:
+        """`sql` run for `values` in IN lists SQLite takes (`{}` marks the list), with the owner."""
+        found: list[tuple[Any, ...]] = []
         with self._lock:
-            for start in range(0, len(record_ids), _IN_BATCH):
-                batch = list(record_ids[start:start + _IN_BATCH])
-                found.update((record_id, (row, length)) for record_id, row, length in self._db.execute(
-                    "SELECT i.record_id, i.fts_rowid, length(l.body) FROM indexed i "
-                    f"JOIN lexical l ON l.rowid = i.fts_rowid WHERE i.record_id IN ({_marks(batch)}) "
-                    "AND l.owner = ?", (*batch, owner)))
+            for start in range(0, len(values), _IN_BATCH):
+                batch = list(values[start:start + _IN_BATCH])
+                found += self._db.execute(sql.format(", ".join("?" * len(batch))), (*batch, owner)).fetchall()
         return found
 
     def linked(self, seeds: Iterable[str], *, user_id: str, records: int | None = None) -> list[Link]:
@@ -414,8 +412,3 @@ def capitalised_words(text: str) -> set[str]:
 
 def unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ", ".join("?" * len(values))
-

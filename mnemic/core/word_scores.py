@@ -70,19 +70,20 @@ class WordScores:
     _unreached: set[str] = field(default_factory=set)  # record ids asked about that hold no query word
     _all_named: bool = False
     _mean_length: float = 1.0
-    _order: list[int] | None = None
+    _order: tuple[tuple[float, float, float], list[int]] | None = None  # (weights, rows by promise)
 
     def most_promising(self, count: int, *, lexical: float = 0.0, saturation: float = 1.0,
                        coverage: float = 1.0) -> list[str]:
         """The record ids of the `count` holders most worth reading, by coverage and (when
         `lexical` weighs bm25) by the idf of the words they hold; newer first among equals."""
-        if self._order is None:
+        weights = (lexical, saturation, coverage)
+        if self._order is None or self._order[0] != weights:
             def promise(row: int) -> tuple[float, int]:
                 held = self.held.get(row, 0.0)
                 return (lexical * held / (held + saturation) + coverage * self.coverage.get(row, 0.0), row)
 
-            self._order = sorted(self.coverage, key=promise, reverse=True)
-        rows = self._order[:count]
+            self._order = (weights, sorted(self.coverage, key=promise, reverse=True))
+        rows = self._order[1][:count]
         self._name(rows)
         return [self._named[row][0] for row in rows if row in self._named]
 
@@ -103,6 +104,19 @@ class WordScores:
         rows avoid for a common word in a large store (for small stores and inspection)."""
         return self.of(self.most_promising(len(self.coverage)))
 
+    def settle(self) -> WordScores:
+        """Once every row is scored: name the rows recall will ask about first (all of them, when
+        few) and fix the mean length bm25 compares each record's with."""
+        sample = heapq.nlargest(LENGTH_SAMPLE, self.held, key=lambda row: (self.coverage[row], row))
+        if len(self.coverage) <= NAME_ALL:
+            self._name(list(self.coverage))
+            self._all_named = True
+        else:
+            self._name(sample)
+        lengths = [self._named[row][1] for row in sample if row in self._named]
+        self._mean_length = sum(lengths) / len(lengths) if lengths else 1.0
+        return self
+
     def _name(self, rows: Sequence[int]) -> None:
         missing = [row for row in rows if row not in self._named]
         if missing and self.index is not None:
@@ -122,10 +136,10 @@ class WordScores:
 
 def score_words(index: Postings, owner: str, terms: Sequence[str], *, records: int, cap: int,
                 related: float, names: set[str], postings: Sequence[list[int]]) -> WordScores:
-    """Coverage and the idf held of every record holding a query word (`postings`: per term, its
-    holders' rows, newest first, at most `cap`). A word in more than `cap` records is common, its
-    weight small: only its newest holders earn its share (listing every one cost ~7 ms per 5,000
-    at 100k records), and its weight comes from the user's word counts."""
+    """Coverage and the idf held of every record holding a query word (`postings`: per term, the
+    rows of its holders, at most `cap`, the newest when there are more). A word in more than `cap`
+    records is common, its weight small: only its newest holders earn its share (listing every one
+    cost ~7 ms per 5,000 at 100k records), and its weight comes from the user's word counts."""
     if records == 0:
         return WordScores(0)
     # Two forms of one word ("dance", "dancing") match the same records through the porter
@@ -164,15 +178,7 @@ def score_words(index: Postings, owner: str, terms: Sequence[str], *, records: i
         for row, (credit, word) in _related_holders(index, owner, terms, found, cap, lenders).items():
             shares[row] = shares.get(row, 0.0) + weight / whole * credit
             scores.related.setdefault(row, []).append((term, word))
-    sample = heapq.nlargest(LENGTH_SAMPLE, held, key=lambda row: (shares[row], row))
-    if len(shares) <= NAME_ALL:
-        scores._name(list(shares))
-        scores._all_named = True
-    else:
-        scores._name(sample)
-    lengths = [scores._named[row][1] for row in sample if row in scores._named]
-    scores._mean_length = sum(lengths) / len(lengths) if lengths else 1.0
-    return scores
+    return scores.settle()
 
 
 def _related_holders(index: Postings, owner: str, terms: Sequence[str], holding: frozenset[int], cap: int,
