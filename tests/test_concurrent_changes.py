@@ -222,3 +222,57 @@ def test_a_statement_queued_through_another_client_of_the_database_is_not_stored
         held.release.set()
         queuer.close()
         eraser.close()
+
+
+def test_a_statement_another_process_was_writing_when_its_user_was_forgotten_is_erased(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Against a Chroma server two processes share no lock: the writer checked the mark, the other
+    # process erased the user, and the write landed after it. Two clients with an erasure order
+    # each stand for the two processes.
+    import chromadb
+
+    from mnemic.core import memory as memory_module
+    from mnemic.core.erasures import ErasureOrder
+
+    monkeypatch.setattr(memory_module, "erasure_order", lambda database, namespace: ErasureOrder())
+    held = HeldOnWord("Elm")
+    queuer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=held,
+                    lexical_path=tmp_path / "one.sqlite3")
+    eraser = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=HashEmbedder(),
+                    lexical_path=tmp_path / "two.sqlite3")
+    try:
+        queuer.remember_many(["I live at 12 Elm Street."], user_id="alice")
+        forget_while_the_write_waits(eraser, queuer, held)
+        assert eraser.list(user_id="alice") == [] and queuer.list(user_id="alice") == []
+        assert eraser.recall("Elm Street", user_id="alice") == []
+    finally:
+        held.release.set()
+        queuer.close()
+        eraser.close()
+
+
+def test_facts_another_process_was_writing_when_their_user_was_forgotten_are_erased(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same race on an observed turn: its facts passed the check, then the write waited (here
+    # on the embedder) while another process erased the user.
+    import chromadb
+    from scripted_llm import ScriptedLLM, fact, facts_json
+
+    from mnemic.core import memory as memory_module
+    from mnemic.core.erasures import ErasureOrder
+
+    monkeypatch.setattr(memory_module, "erasure_order", lambda database, namespace: ErasureOrder())
+    held = HeldOnWord("Austin")
+    observer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=held, policy="auto",
+                      llm=ScriptedLLM(default=facts_json(fact("Lives in Austin.", topic="personal_info"))),
+                      lexical_path=tmp_path / "one.sqlite3")
+    eraser = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=HashEmbedder(),
+                    lexical_path=tmp_path / "two.sqlite3")
+    try:
+        observer.observe([{"role": "user", "content": "I moved to Austin last year."}], user_id="alice")
+        forget_while_the_write_waits(eraser, observer, held)
+        assert eraser.list(user_id="alice") == [] and observer.list(user_id="alice") == []
+    finally:
+        held.release.set()
+        observer.close()
+        eraser.close()

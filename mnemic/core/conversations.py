@@ -63,9 +63,11 @@ def _task_text(task: Any) -> str | None:
 class Conversations:
     def __init__(self, *, store: ChromaStore, records: RecordWriter, writer: BackgroundWriter,
                  pipeline: WritePipeline, intake: Intake, policy: NamespacePolicy, stats: WriteStats,
-                 llm: Callable[[], Any], embedder: Callable[[], Embedder], erasure_order: ErasureOrder) -> None:
+                 llm: Callable[[], Any], embedder: Callable[[], Embedder], erasure_order: ErasureOrder,
+                 erase_late: Callable[[str, list[str]], None]) -> None:
         self._store = store
         self._erasure_order = erasure_order
+        self._erase_late = erase_late  # see QueuedWrites._undo_if_erased
         self._records = records
         self._writer = writer
         self._pipeline = pipeline
@@ -257,8 +259,15 @@ class Conversations:
             if self._erased_since(owner, accepted_at):
                 log.warning("dropping %d fact(s) of a turn whose user was erased after it was observed", len(records))
                 return []
-            return self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
-                                              use_llm=False)
+            stored = self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
+                                                use_llm=False)
+            if not self._records.sole_writer and self._erased_since(owner, accepted_at):
+                # Another process's erasure fell between the check and the write (server mode).
+                log.warning("erasing %d fact(s) written while their user was being erased by another process",
+                            len(stored))
+                self._erase_late(owner, [record.id for record in stored])
+                return []
+            return stored
 
     def _extracted(self, clean: list[Message], *, policy: MemoryPolicy, instruction: str | None, agent_llm: Any,
                    existing: list[tuple[int, str]], aliases: dict[int, str]) -> tuple[list[ExtractedFact], bool]:

@@ -40,6 +40,11 @@ def erased_at(store: ChromaStore, user_id: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def erased_since(store: ChromaStore, user_id: str, accepted: float) -> bool:
+    """Whether the user was erased after `accepted` (a time.time() when a statement was accepted)."""
+    return accepted_before_erasure(store, user_id, [accepted])[0]
+
+
 def accepted_before_erasure(store: ChromaStore, user_id: str, accepted: list[float | None]) -> list[bool]:
     """Per statement (by the time it was accepted; None for a journal entry older than this
     record), whether an erasure of its user came after it."""

@@ -155,10 +155,16 @@ class Memory:
             local_history=history if isinstance(history, LocalHistory) else None, also=self._full_check)
         self._recovery.on_open()
         self._queued = QueuedWrites(WriteJournal(self._local, self.namespace), self._writer, self._pipeline,
-                                    self._records, self._erasure_order)
+                                    self._records, self._erasure_order, self._erase_late)
         self._queued.replay()
         if initial_policy is not None:
             self.set_policy(initial_policy)
+
+    def _erase_late(self, user_id: str, ids: builtins.list[str]) -> None:
+        """Erase records of a user written after the user's erasure by another process (server mode)."""
+        if ids:
+            self._changes.forget(user_id=user_id, scope=None, categories=None, older_than=None, ids=ids,
+                                 actor="erasure")
 
     def _wire(self) -> None:
         """Build the components, each with the parts it needs. The embedder, LLM and weights are
@@ -172,7 +178,8 @@ class Memory:
                                        stats=self.stats)
         self._conversations = Conversations(
             store=store, records=records, writer=writer, pipeline=self._pipeline, intake=self._intake,
-            policy=self._policy, stats=self.stats, llm=llm, embedder=embedder, erasure_order=self._erasure_order)
+            policy=self._policy, stats=self.stats, llm=llm, embedder=embedder, erasure_order=self._erasure_order,
+            erase_late=self._erase_late)
         self._recall = RecallPipeline(store, lexical, weights, records.decode,
                                       embed=lambda text: self.embedder.embed([text])[0])
         self._reader = RecordReader(

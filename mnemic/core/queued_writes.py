@@ -9,9 +9,9 @@ This module owns that cycle so the Memory facade only checks input and hands sta
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from .erasures import ErasureOrder, accepted_before_erasure
+from .erasures import ErasureOrder, accepted_before_erasure, erased_since
 from .record_writer import RecordWriter
 from .records import MemoryRecord
 from .write_journal import Journaled, WriteJournal
@@ -25,9 +25,12 @@ class QueuedWrites:
     """Journal, queue, store and retire the statements `remember_many()` accepted."""
 
     def __init__(self, journal: WriteJournal, writer: BackgroundWriter, pipeline: WritePipeline,
-                 records: RecordWriter, erasure_order: ErasureOrder) -> None:
+                 records: RecordWriter, erasure_order: ErasureOrder,
+                 erase_late: Callable[[str, list[str]], None]) -> None:
         self._journal = journal
         self._erasure_order = erasure_order
+        # Erases records of a user (by id) that were written after the user's erasure (below).
+        self._erase_late = erase_late
         self._store = records.store
         self._writer = writer
         self._pipeline = pipeline
@@ -52,12 +55,31 @@ class QueuedWrites:
             with self._erasure_order:
                 kept = self._without_erased(items)
                 if kept:
-                    self._pipeline.persist_queued([j.record for j in kept], actor=items[0].actor)
+                    accepted = {id(j.record): j.accepted_at for j in kept}
+                    self._pipeline.persist_queued(
+                        [j.record for j in kept], actor=items[0].actor,
+                        stored=None if self._records.sole_writer
+                        else lambda group, result: self._undo_if_erased(group, result, accepted))
         except PartialBatchFailure as partial:
             lost = {id(r) for r in partial.items}
             raise PartialBatchFailure([j for j in items if id(j.record) in lost], partial.cause) from None
         finally:
             self._journal.done([j.seq for j in items])
+
+    def _undo_if_erased(self, statements: list[MemoryRecord], stored: list[MemoryRecord],
+                        accepted: dict[int, float | None]) -> None:
+        """Against a Chroma server another process shares no lock with this one: its erasure of
+        the user may fall between the mark check above and the write. Checked again once written,
+        and what was written then erased: the erasure came after the check, so its mark is seen."""
+        times = [when for when in (accepted.get(id(s)) for s in statements) if when is not None]
+        user_id = statements[0].user_id
+        if not times or not erased_since(self._store, user_id, min(times)):
+            return
+        log.warning("erasing %d record(s) written while their user was being erased by another process", len(stored))
+        try:
+            self._erase_late(user_id, [record.id for record in stored])
+        except Exception as exc:  # the writes stand; said loudly rather than lost in the batch's failure
+            log.error("could not erase records written after their user's erasure: %s", exc)
 
     def replay(self) -> None:
         """Store what `remember_many()` acknowledged before the last process died (on open)."""

@@ -62,9 +62,11 @@ class WritePipeline:
         self._llm = llm
         self._stats = stats
 
-    def persist_queued(self, records: list[MemoryRecord], *, actor: str) -> None:
+    def persist_queued(self, records: list[MemoryRecord], *, actor: str,
+                       stored: Callable[[list[MemoryRecord], list[MemoryRecord]], None] | None = None) -> None:
         """A batch of queued statements, possibly from several users: each user's in their order
-        (one user's records never reconcile with another's, so users need no order between them)."""
+        (one user's records never reconcile with another's, so users need no order between them).
+        `stored(statements, records)` is told what each user's statements became, once written."""
         by_user: dict[str, list[MemoryRecord]] = {}
         for record in records:
             by_user.setdefault(record.user_id, []).append(record)
@@ -72,7 +74,9 @@ class WritePipeline:
         cause: BaseException | None = None
         for group in by_user.values():
             try:
-                self.persist_new(group, actor=actor)
+                result = self.persist_new(group, actor=actor)
+                if stored is not None:
+                    stored(group, result)
             except Exception as exc:  # one user's failure must not cost the other users their writes
                 lost += group
                 cause = cause or exc
