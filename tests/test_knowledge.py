@@ -720,3 +720,21 @@ def test_semantic_search_with_minilm(tmp_path: Path) -> None:
         mem.knowledge.add(PRODUCTS, verbatim=True)
         assert mem.knowledge.search("how long until I get my money back?", limit=1)[0].text == REFUND
         assert mem.knowledge.search("when can I visit the store?", limit=1)[0].text == HOURS
+
+
+def test_knowledge_scores_do_not_depend_on_another_namespaces_records(tmp_path: Path) -> None:
+    # Knowledge took its bm25 from FTS5, which weighs words by the whole table: every namespace's
+    # records. Whether another namespace's users wrote "kiln" changed this namespace's scores and
+    # explanations, which agents read.
+    def scores(other_writes: bool) -> list[tuple[str, float, float | None]]:
+        path = tmp_path / ("with" if other_writes else "without")
+        with Memory(path, namespace="b", embedder=HashEmbedder()) as b:
+            b.knowledge.add("The ceramics kiln guide: fire slowly.", source="kiln.md", verbatim=True)
+            b.knowledge.add("Garden pottery tips for spring.", source="garden.md", verbatim=True)
+            if other_writes:
+                with Memory(path, namespace="a", embedder=HashEmbedder()) as a:
+                    for i in range(30):
+                        a.remember(f"My kiln number {i} is private.", user_id="someone")
+            return [(hit.chunk.text, hit.score, hit.breakdown.bm25) for hit in b.knowledge.search("kiln pottery")]
+
+    assert scores(other_writes=True) == scores(other_writes=False)

@@ -409,3 +409,19 @@ def test_mnemic_imports_without_agent_frameworks_and_the_adapter_says_what_to_in
                              "if m.split('.')[0] in ('langgraph', 'langchain_core', 'langchain')))"],
                             capture_output=True, text=True, timeout=120, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_search_scores_do_not_depend_on_another_users_items(base: Path) -> None:
+    # Store search took its bm25 from FTS5, which weighs words by the whole table: how often other
+    # users wrote "kayak" moved alice's scores, a glimpse of their memories.
+    def scores(others_write: bool) -> list[tuple[str, float | None]]:
+        with Memory(base / ("with" if others_write else "without"), embedder=HashEmbedder()) as memory:
+            store = MnemicStore(memory, index={"fields": ["text"]})
+            store.put(ALICE, "boat", {"text": "Alice paddles a red kayak on weekends."})
+            store.put(ALICE, "food", {"text": "Alice likes spicy ramen."})
+            if others_write:
+                for i in range(30):
+                    store.put(("memories", "bob"), f"k{i}", {"text": f"Bob's kayak trip number {i}."})
+            return [(item.key, item.score) for item in store.search(ALICE, query="kayak weekends")]
+
+    assert scores(others_write=True) == scores(others_write=False)

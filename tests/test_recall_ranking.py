@@ -202,3 +202,16 @@ def test_a_word_past_the_cap_weighs_what_its_count_says_not_what_was_listed() ->
     whole = index.coverage("zebra hiking", user_id="ana", cap=1000)
     assert listed["z1"] == pytest.approx(whole["z1"], rel=0.02)
     assert listed["z1"] > 0.7  # the rare word carries the question
+
+
+@pytest.mark.parametrize("word", ["tv", "2024", "café"])
+def test_a_word_the_word_counts_miss_still_counts_in_its_newest_holders(word: str) -> None:
+    # The counts that decide which end to list from leave out digits, short words and accented
+    # spellings: the oldest holders got the word's share and its weight was that of the cap.
+    index = LexicalIndex(None)
+    index.upsert((f"r{i:02d}", "c1", "ana", f"Ana and the {word}, entry {i}", 1) for i in range(30))
+    index.upsert([("z1", "c1", "ana", "Ana saw a zebra", 1)])
+    listed = index.coverage(f"zebra {word}", user_id="ana", cap=10)
+    whole = index.coverage(f"zebra {word}", user_id="ana", cap=1000)
+    assert {rid for rid in listed if rid != "z1"} == {f"r{i:02d}" for i in range(20, 30)}
+    assert listed["z1"] == pytest.approx(whole["z1"], rel=0.02)

@@ -63,8 +63,13 @@ class KnowledgeRanker:
         cosines = {rid: 1.0 - distance
                    for rid, distance in self._collection.query(vector, n_results=pool, sources=names)}
         # The keyword index knows no sources: its pool is widened, then kept to the sources below.
-        bm25 = {h.record_id: h.bm25 for h in self._lexical.search(query_text, user_id=KNOWLEDGE_OWNER,
-                                                                   limit=pool * (4 if sources else 1))}
+        # Words are weighed within this namespace's knowledge (FTS5's own bm25 would weigh them by
+        # the whole table: every namespace's records, whose words must not move these scores).
+        words = self._lexical.word_scores(query_text, user_id=KNOWLEDGE_OWNER)
+        weights = self._weights()
+        promising = words.most_promising(pool * (4 if sources else 1), lexical=weights.lexical,
+                                         saturation=weights.lexical_saturation, coverage=weights.coverage)
+        bm25 = {rid: match.bm25 for rid, match in words.of(promising).items() if match.bm25 is not None}
         missing = [rid for rid in bm25 if rid not in cosines]
         if missing:
             vectors = self._collection.embeddings(missing)
@@ -80,7 +85,7 @@ class KnowledgeRanker:
         if sources:
             rows = {row.id: row for row in self._collection.get(ids)}
             ids = [rid for rid in ids if rid in rows and rows[rid].metadata.get("source") in sources]
-        shares = self._lexical.coverage(query_text, user_id=KNOWLEDGE_OWNER, record_ids=ids) if bm25 else {}
+        shares = {rid: match.coverage for rid, match in words.of(ids).items()}
         # Knowledge does not age: it holds until an operator removes it, so every chunk gets full
         # recency, no time window applies, and ranking rests on relevance alone.
         candidates = [Candidate(record=_Ranked(rid, now), cosine=cosines.get(rid), bm25=bm25.get(rid),

@@ -13,7 +13,6 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +57,6 @@ def query_terms(text: str) -> list[str]:
         if (word not in STOPWORDS and len(word) > 1) or word.isdigit():
             seen.setdefault(word, None)
     return list(seen)
-
-
-@dataclass(frozen=True)
-class LexicalHit:
-    record_id: str
-    bm25: float  # higher is better (FTS5's rank negated)
 
 
 class LexicalIndex:
@@ -204,25 +197,6 @@ class LexicalIndex:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def search(self, query: str, *, user_id: str, limit: int) -> list[LexicalHit]:
-        terms = query_terms(query)
-        if not terms or limit <= 0:
-            return []
-        # Every term is quoted, so nothing in a query can act as FTS5 syntax.
-        match = "owner : " + self.owner(user_id) + " AND body : (" + " OR ".join(
-            '"' + t.replace('"', '""') + '"' for t in terms
-        ) + ")"
-        with self._lock:
-            try:
-                rows = self._db.execute(
-                    "SELECT record_id, bm25(lexical, 1.0, 0.0, 0.0) AS score FROM lexical "
-                    "WHERE lexical MATCH ? ORDER BY score LIMIT ?",
-                    (match, limit),
-                ).fetchall()
-            except sqlite3.OperationalError:
-                return []
-        return [LexicalHit(record_id=r[0], bm25=-float(r[1])) for r in rows]
-
     def coverage(self, query: str, *, user_id: str, record_ids: Sequence[str] | None = None,
                  cap: int = COVERAGE_CAP) -> dict[str, float]:
         """The idf-weighted share of the query's words (0..1) each of the user's records holds,
@@ -260,17 +234,36 @@ class LexicalIndex:
     def holders(self, owner: str, word: str, cap: int) -> list[int]:
         """The FTS5 rows of the owner's records holding a word (by its porter stem), at most `cap`:
         past it the newest, so a common word's share goes to recent records, not old ones. Walking
-        the rows backwards costs half as much again, so it is done only for a word the user's word
-        counts say is that common."""
+        the rows backwards costs half as much again, so it is done at once only for a word the
+        user's word counts say is that common; they miss some (digits, short words, other stems,
+        accents), so a list that reaches the cap the other way is read again backwards."""
         newest_first = self.records_holding(owner, word) >= cap
+        rows = self._holders(owner, word, cap, newest_first=newest_first)
+        if len(rows) >= cap and not newest_first:
+            rows = self._holders(owner, word, cap, newest_first=True)
+        return rows
+
+    def holder_count(self, owner: str, word: str) -> int:
+        """Exactly how many of the owner's records hold a word (walks all of them)."""
+        with self._lock:
+            try:
+                return int(self._db.execute("SELECT count(*) FROM lexical WHERE lexical MATCH ?",
+                                            (self._match(owner, word),)).fetchone()[0])
+            except sqlite3.OperationalError:
+                return 0
+
+    def _holders(self, owner: str, word: str, cap: int, *, newest_first: bool) -> list[int]:
         with self._lock:
             try:
                 return [row for (row,) in self._db.execute(
                     "SELECT rowid FROM lexical WHERE lexical MATCH ? ORDER BY rowid "
-                    + ("DESC" if newest_first else "ASC") + " LIMIT ?",
-                    ("owner : " + owner + ' AND body : "' + word.replace('"', '""') + '"', cap))]
+                    + ("DESC" if newest_first else "ASC") + " LIMIT ?", (self._match(owner, word), cap))]
             except sqlite3.OperationalError:
                 return []
+
+    @staticmethod
+    def _match(owner: str, word: str) -> str:
+        return "owner : " + owner + ' AND body : "' + word.replace('"', '""') + '"'
 
     def rows(self, owner: str, rowids: Sequence[int]) -> dict[int, tuple[str, int]]:
         """Row -> (record id, length of its text) for the owner's rows among `rowids`."""

@@ -362,10 +362,10 @@ class NoteStore:
     def rank(self, query: str, notes: Sequence[tuple[Note, np.ndarray | None]], *,
              user_id: str) -> builtins.list[tuple[float, Note]]:
         """Every indexed note scored against `query`, best first. Notes recall would call relevant
-        get recall's hybrid score (dense cosine, FTS5 bm25, recency, importance, with the Memory's
-        weights); the rest follow with score 0.0, nearest first: a key-value search returns its
-        top k even when none is relevant, but says so. Notes written unindexed, or scanned without
-        vectors, are left out."""
+        get recall's hybrid score (dense cosine, bm25 within the user's records, recency,
+        importance, with the Memory's weights); the rest follow with score 0.0, nearest first: a
+        key-value search returns its top k even when none is relevant, but says so. Notes written
+        unindexed, or scanned without vectors, are left out."""
         owner = check_user_id(user_id)
         query_text = check_text(query, name="query", max_chars=self._max_text_chars)
         ranked = [(n, v) for n, v in notes if n.indexed and v is not None]
@@ -374,8 +374,10 @@ class NoteStore:
         vector = self._embedder().embed([query_text])[0]
         self._sync.maybe_sync(owner)
         wanted = {n.record.id for n, _ in ranked}
-        bm25 = {h.record_id: h.bm25 for h in self._lexical.search(
-            query_text, user_id=owner, limit=max(100, self._store.count(owner))) if h.record_id in wanted}
+        # Words weighed within the user's own records (FTS5's own bm25 weighs them by the whole
+        # table: other users' words would move this user's scores).
+        bm25 = {rid: match.bm25 for rid, match in self._lexical.word_scores(query_text, user_id=owner).of(
+            sorted(wanted)).items() if match.bm25 is not None}
         cosines = {n.record.id: float(np.dot(v, vector)) for n, v in ranked}
         by_id = {n.record.id: n for n, _ in ranked}
         candidates = [Candidate(record=n.record, cosine=cosines[n.record.id], bm25=bm25.get(n.record.id))

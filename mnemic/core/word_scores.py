@@ -47,6 +47,8 @@ class Postings(Protocol):
 
     def records_holding(self, owner: str, word: str) -> int: ...
 
+    def holder_count(self, owner: str, word: str) -> int: ...
+
 
 @dataclass(frozen=True)
 class WordMatch:
@@ -151,8 +153,13 @@ def score_words(index: Postings, owner: str, terms: Sequence[str], *, records: i
         if found and any(found == other and shared_prefix(term, word) >= 4 for word, other, _ in kept):
             continue
         # Past the cap the holders are not all listed (the newest are): the word is common, and
-        # how common comes from the per-user word counts instead.
-        df = len(found) if len(rows) < cap else max(len(found), index.records_holding(owner, term))
+        # how common comes from the per-user word counts, or, for a word they miss (digits, short
+        # words, other stems, accents), from counting its holders.
+        df = len(found)
+        if len(rows) >= cap:
+            df = max(df, index.records_holding(owner, term))
+            if df <= len(found):
+                df = max(df, index.holder_count(owner, term))
         kept.append((term, found, math.log((records - df + 0.5) / (df + 0.5) + 1.0)))
     whole = sum(weight for _, _, weight in kept)
     scores = WordScores(records, owner, index)
