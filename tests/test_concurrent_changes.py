@@ -5,7 +5,7 @@ the check a fact invalidated meanwhile came back as valid, with no trace in its 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -203,76 +203,71 @@ def test_a_statement_queued_through_another_memory_object_is_not_stored_after_it
     assert eraser.recall("passport", user_id="alice") == []
 
 
-def test_a_statement_queued_through_another_client_of_the_database_is_not_stored_after_forget(
-        tmp_path: Path) -> None:
-    # The erasure order was keyed by the client object: two services building a client each for
-    # one database got a lock each, and a queued write landed after the other's forget().
+@pytest.fixture
+def two_clients(tmp_path: Path) -> Iterator[Callable[..., tuple[Memory, Memory]]]:
+    """Two Memory objects on one Chroma database through a client each (two services, or, with
+    an erasure order each, two processes on a server): `open(writer_embedder, **writer_options)`
+    gives (writer, eraser); both are closed afterwards."""
     import chromadb
 
+    opened: list[Memory] = []
+
+    def open_pair(embedder: HeldOnWord, **options: Any) -> tuple[Memory, Memory]:
+        writer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=embedder,
+                        lexical_path=tmp_path / "one.sqlite3", **options)
+        opened.append(writer)
+        eraser = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=HashEmbedder(),
+                        lexical_path=tmp_path / "two.sqlite3")
+        opened.append(eraser)
+        return writer, eraser
+
+    yield open_pair
+    for memory in opened:
+        memory.close()
+
+
+def as_two_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Processes share no erasure order: each Memory gets its own."""
+    from mnemic.core import memory as memory_module
+    from mnemic.core.erasures import ErasureOrder
+
+    monkeypatch.setattr(memory_module, "erasure_order", lambda database, namespace: ErasureOrder())
+
+
+def test_a_statement_queued_through_another_client_of_the_database_is_not_stored_after_forget(
+        two_clients: Callable[..., tuple[Memory, Memory]]) -> None:
+    # The erasure order was keyed by the client object: two services building a client each for
+    # one database got a lock each, and a queued write landed after the other's forget().
     held = HeldOnWord("Elm")
-    queuer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=held,
-                    lexical_path=tmp_path / "one.sqlite3")
-    eraser = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=HashEmbedder(),
-                    lexical_path=tmp_path / "two.sqlite3")
-    try:
-        queuer.remember_many(["I live at 12 Elm Street."], user_id="alice")
-        forget_while_the_write_waits(eraser, queuer, held)
-        assert eraser.list(user_id="alice") == []
-    finally:
-        held.release.set()
-        queuer.close()
-        eraser.close()
+    queuer, eraser = two_clients(held)
+    queuer.remember_many(["I live at 12 Elm Street."], user_id="alice")
+    forget_while_the_write_waits(eraser, queuer, held)
+    assert eraser.list(user_id="alice") == []
 
 
 def test_a_statement_another_process_was_writing_when_its_user_was_forgotten_is_erased(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        two_clients: Callable[..., tuple[Memory, Memory]], monkeypatch: pytest.MonkeyPatch) -> None:
     # Against a Chroma server two processes share no lock: the writer checked the mark, the other
-    # process erased the user, and the write landed after it. Two clients with an erasure order
-    # each stand for the two processes.
-    import chromadb
-
-    from mnemic.core import memory as memory_module
-    from mnemic.core.erasures import ErasureOrder
-
-    monkeypatch.setattr(memory_module, "erasure_order", lambda database, namespace: ErasureOrder())
+    # process erased the user, and the write landed after it.
+    as_two_processes(monkeypatch)
     held = HeldOnWord("Elm")
-    queuer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=held,
-                    lexical_path=tmp_path / "one.sqlite3")
-    eraser = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=HashEmbedder(),
-                    lexical_path=tmp_path / "two.sqlite3")
-    try:
-        queuer.remember_many(["I live at 12 Elm Street."], user_id="alice")
-        forget_while_the_write_waits(eraser, queuer, held)
-        assert eraser.list(user_id="alice") == [] and queuer.list(user_id="alice") == []
-        assert eraser.recall("Elm Street", user_id="alice") == []
-    finally:
-        held.release.set()
-        queuer.close()
-        eraser.close()
+    queuer, eraser = two_clients(held)
+    queuer.remember_many(["I live at 12 Elm Street."], user_id="alice")
+    forget_while_the_write_waits(eraser, queuer, held)
+    assert eraser.list(user_id="alice") == [] and queuer.list(user_id="alice") == []
+    assert eraser.recall("Elm Street", user_id="alice") == []
 
 
 def test_facts_another_process_was_writing_when_their_user_was_forgotten_are_erased(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        two_clients: Callable[..., tuple[Memory, Memory]], monkeypatch: pytest.MonkeyPatch) -> None:
     # The same race on an observed turn: its facts passed the check, then the write waited (here
     # on the embedder) while another process erased the user.
-    import chromadb
     from scripted_llm import ScriptedLLM, fact, facts_json
 
-    from mnemic.core import memory as memory_module
-    from mnemic.core.erasures import ErasureOrder
-
-    monkeypatch.setattr(memory_module, "erasure_order", lambda database, namespace: ErasureOrder())
+    as_two_processes(monkeypatch)
     held = HeldOnWord("Austin")
-    observer = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=held, policy="auto",
-                      llm=ScriptedLLM(default=facts_json(fact("Lives in Austin.", topic="personal_info"))),
-                      lexical_path=tmp_path / "one.sqlite3")
-    eraser = Memory(client=chromadb.PersistentClient(path=str(tmp_path / "db")), embedder=HashEmbedder(),
-                    lexical_path=tmp_path / "two.sqlite3")
-    try:
-        observer.observe([{"role": "user", "content": "I moved to Austin last year."}], user_id="alice")
-        forget_while_the_write_waits(eraser, observer, held)
-        assert eraser.list(user_id="alice") == [] and observer.list(user_id="alice") == []
-    finally:
-        held.release.set()
-        observer.close()
-        eraser.close()
+    observer, eraser = two_clients(
+        held, policy="auto", llm=ScriptedLLM(default=facts_json(fact("Lives in Austin.", topic="personal_info"))))
+    observer.observe([{"role": "user", "content": "I moved to Austin last year."}], user_id="alice")
+    forget_while_the_write_waits(eraser, observer, held)
+    assert eraser.list(user_id="alice") == [] and observer.list(user_id="alice") == []
