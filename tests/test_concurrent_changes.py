@@ -271,3 +271,25 @@ def test_facts_another_process_was_writing_when_their_user_was_forgotten_are_era
     observer.observe([{"role": "user", "content": "I moved to Austin last year."}], user_id="alice")
     forget_while_the_write_waits(eraser, observer, held)
     assert eraser.list(user_id="alice") == [] and observer.list(user_id="alice") == []
+
+
+def test_a_recall_meeting_a_record_deleted_meanwhile_answers_instead_of_failing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another thread deleted a record between the keyword index's answer and Chroma's read of it:
+    # Chroma failed the read ("Error finding id", seen with threads deleting while others recall)
+    # and the error reached the agent. Asked again, the read answers without the record.
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import InternalError
+
+    with Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        memory.remember("Alice drinks green tea.", user_id="alice")
+        original, failed = Collection.get, []
+
+        def deleted_meanwhile(self: Collection, *args: Any, **kwargs: Any) -> Any:
+            if failed:
+                return original(self, *args, **kwargs)
+            failed.append(1)
+            raise InternalError("Error executing plan: Internal error: Error finding id")
+
+        monkeypatch.setattr(Collection, "get", deleted_meanwhile)
+        assert [m.record.text for m in memory.recall("green tea", user_id="alice")] == ["Alice drinks green tea."]

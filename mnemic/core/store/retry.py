@@ -2,9 +2,11 @@
 
 A Chroma server under concurrent writers can answer a query on a collection another process is
 still writing with `InternalError: Error creating hnsw segment reader: Nothing found on disk`
-until its segment is flushed; an HTTP client can meet a dropped connection or a timeout. Each of
-these succeeds when asked again. Every call mnemic makes is safe to repeat: reads change nothing,
-`upsert`, `update` and `delete` are by id, and `get_or_create_collection` is idempotent.
+until its segment is flushed; a read by id that meets a record another thread deleted meanwhile
+fails with `Internal error: Error finding id` (asked again, the record is simply gone); an HTTP
+client can meet a dropped connection or a timeout. Each of these succeeds when asked again. Every
+call mnemic makes is safe to repeat: reads change nothing, `upsert`, `update` and `delete` are by
+id, and `get_or_create_collection` is idempotent.
 
 Anything else (bad input, a missing collection, a dimension mismatch) is raised at once.
 """
@@ -26,6 +28,7 @@ _TRANSIENT_MESSAGES = (
     "error creating hnsw segment reader",
     "error loading hnsw index",
     "database is locked",
+    "error finding id",
 )
 _TRANSIENT_TYPES = ("ConnectError", "ReadTimeout", "WriteTimeout", "PoolTimeout", "RemoteProtocolError",
                     "ReadError", "ConnectTimeout")
