@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
-from .erasures import ErasureOrder, mark_erased
+from .erasures import ErasureGuard
 from .lexical import LexicalIndex
 from .record_writer import RecordWriter
 from .records import MemoryRecord, text_hash, utcnow
@@ -85,9 +85,9 @@ class RetainedRegistry:
 class RecordChanges:
     def __init__(self, *, store: ChromaStore, lexical: LexicalIndex, records: RecordWriter,
                  writer: BackgroundWriter, reader: RecordReader, retained: RetainedRegistry, runs: RunLog,
-                 max_text_chars: int, refuse_secrets: Callable[..., None], erasure_order: ErasureOrder) -> None:
+                 max_text_chars: int, refuse_secrets: Callable[..., None], erasures: ErasureGuard) -> None:
         self._store = store
-        self._erasure_order = erasure_order
+        self._erasures = erasures
         # Erasing records also cuts their texts out of the runs that recalled them into a prompt.
         self._runs = runs
         self._lexical = lexical
@@ -220,8 +220,7 @@ class RecordChanges:
             if self._records.lock.held():  # the order is taken before the record lock, never inside it
                 raise LockOrderError("mnemic lock order broken: forget(user_id=) was called while holding the "
                                      "record lock; call it outside any memory change")
-            with self._erasure_order:  # not between a queued write's mark check and its write
-                mark_erased(self._store, owner)
+            self._erasures.mark(owner)
         self._writer.drain()
         users = [owner] if owner is not None else self._store.users()
         erased = 0

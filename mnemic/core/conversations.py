@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from .embeddings import Embedder
-from .erasures import ErasureOrder, accepted_before_erasure
+from .erasures import ErasureGuard
 from .extraction import (
     MAX_MESSAGE_CHARS,
     ExtractedFact,
@@ -63,11 +63,9 @@ def _task_text(task: Any) -> str | None:
 class Conversations:
     def __init__(self, *, store: ChromaStore, records: RecordWriter, writer: BackgroundWriter,
                  pipeline: WritePipeline, intake: Intake, policy: NamespacePolicy, stats: WriteStats,
-                 llm: Callable[[], Any], embedder: Callable[[], Embedder], erasure_order: ErasureOrder,
-                 erase_late: Callable[[str, list[str]], None]) -> None:
+                 llm: Callable[[], Any], embedder: Callable[[], Embedder], erasures: ErasureGuard) -> None:
         self._store = store
-        self._erasure_order = erasure_order
-        self._erase_late = erase_late  # see QueuedWrites._undo_if_erased
+        self._erasures = erasures
         self._records = records
         self._writer = writer
         self._pipeline = pipeline
@@ -115,7 +113,7 @@ class Conversations:
     def _observe_job(self, owner: str, session: str | None, turn: int | None, scope: str,
                      messages: list[Message], memory: bool, metadata: dict[str, Any] | None = None, *,
                      task: str | None = None, agent_llm: Any = None, accepted_at: float) -> None:
-        if self._erased_since(owner, accepted_at):
+        if self._erasures.erased_since(owner, accepted_at):
             return  # forget(user_id=) came after the turn: nothing of it is kept, not even buffered
         buffer = self._session_buffer(owner, session) if session is not None else None
         if not memory:
@@ -144,11 +142,6 @@ class Conversations:
                 del self._sessions[key]
 
         self._writer.submit(drop, "dropping an erased user's buffered turns")
-
-    def _erased_since(self, owner: str, accepted_at: float) -> bool:
-        """Whether forget(user_id=owner) ran after `accepted_at`, through any Memory object or
-        process (erasures.py): what was said before it must not be stored after it."""
-        return accepted_before_erasure(self._store, owner, [accepted_at])[0]
 
     def memorize(self, session_id: str | None, *, user_id: str | None, messages: Any, scope: str | None,
                  timeout: float | None) -> list[MemoryRecord]:
@@ -179,7 +172,7 @@ class Conversations:
                 turns = buffer.uncommitted() if buffer is not None else []
                 if scope is not None:
                     turns = [replace(t, scope=scope) for t in turns]
-            turns = [t for t in turns if not self._erased_since(owner, t.accepted_at)]
+            turns = [t for t in turns if not self._erasures.erased_since(owner, t.accepted_at)]
             stored: list[MemoryRecord] = []
             for group in group_turns(turns):
                 stored.extend(self._distil(
@@ -255,19 +248,13 @@ class Conversations:
         label = f"{actor} (llm)" if by_llm else f"{actor} (rules)"
         # Checked again under the erasure order (erasures.py): an erasure through another Memory
         # object while the model extracted falls before this check or after the write.
-        with self._erasure_order:
-            if self._erased_since(owner, accepted_at):
+        with self._erasures.order:
+            if self._erasures.erased_since(owner, accepted_at):
                 log.warning("dropping %d fact(s) of a turn whose user was erased after it was observed", len(records))
                 return []
             stored = self._pipeline.persist_new(records, actor=label, decisions=decisions if by_llm else None,
                                                 use_llm=False)
-            if not self._records.sole_writer and self._erased_since(owner, accepted_at):
-                # Another process's erasure fell between the check and the write (server mode).
-                log.warning("erasing %d fact(s) written while their user was being erased by another process",
-                            len(stored))
-                self._erase_late(owner, [record.id for record in stored])
-                return []
-            return stored
+            return [] if self._erasures.undo_if_erased(owner, accepted_at, stored) else stored
 
     def _extracted(self, clean: list[Message], *, policy: MemoryPolicy, instruction: str | None, agent_llm: Any,
                    existing: list[tuple[int, str]], aliases: dict[int, str]) -> tuple[list[ExtractedFact], bool]:

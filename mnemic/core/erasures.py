@@ -17,12 +17,16 @@ never between them.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 
+from .records import MemoryRecord
 from .store import ChromaStore, owner_key
+
+log = logging.getLogger("mnemic")
 
 _PREFIX = "erased:"
 
@@ -38,11 +42,6 @@ def erased_at(store: ChromaStore, user_id: str) -> float | None:
     """When `user_id` was last erased (seconds since the epoch), or None."""
     value = store.get_setting(_PREFIX + owner_key(user_id))
     return float(value) if isinstance(value, (int, float)) else None
-
-
-def erased_since(store: ChromaStore, user_id: str, accepted: float) -> bool:
-    """Whether the user was erased after `accepted` (a time.time() when a statement was accepted)."""
-    return accepted_before_erasure(store, user_id, [accepted])[0]
 
 
 def accepted_before_erasure(store: ChromaStore, user_id: str, accepted: list[float | None]) -> list[bool]:
@@ -81,3 +80,43 @@ def erasure_order(database: Hashable, namespace: str) -> ErasureOrder:
             order = ErasureOrder()
             _orders[(database, namespace)] = order
         return order
+
+
+class ErasureGuard:
+    """What a write accepted earlier (a queued statement, an observed turn) does about its user's
+    erasure, and what the erasure does in turn. Both hold the namespace's ErasureOrder: the
+    erasure while it sets the mark, the write from its last check to its write. Against a Chroma
+    server other processes share no order, so there a write is checked again once it has landed
+    and undone if its user was erased meanwhile: the erasure's mark came before that check, or
+    its scan, which follows its mark, comes after the write and finds it."""
+
+    def __init__(self, store: ChromaStore, order: ErasureOrder, *, other_processes: bool,
+                 erase: Callable[[str, list[str]], None]) -> None:
+        self._store = store
+        self.order = order
+        self._other_processes = other_processes  # a Chroma server: processes share no order
+        self._erase = erase  # erases records of a user by id
+
+    def mark(self, user_id: str) -> None:
+        """The user is being erased: what was accepted for them before now is not written."""
+        with self.order:
+            mark_erased(self._store, user_id)
+
+    def dropped(self, user_id: str, accepted: list[float | None]) -> list[bool]:
+        """Per statement of the user (by when it was accepted), whether an erasure came after it."""
+        return accepted_before_erasure(self._store, user_id, accepted)
+
+    def erased_since(self, user_id: str, accepted: float) -> bool:
+        return self.dropped(user_id, [accepted])[0]
+
+    def undo_if_erased(self, user_id: str, accepted: float, stored: Sequence[MemoryRecord]) -> bool:
+        """After a write accepted at `accepted`: whether another process erased the user meanwhile,
+        in which case what was written has been erased. Call it under `order`."""
+        if not self._other_processes or not stored or not self.erased_since(user_id, accepted):
+            return False
+        log.warning("erasing %d record(s) written while their user was being erased by another process", len(stored))
+        try:
+            self._erase(user_id, [record.id for record in stored])
+        except Exception as exc:  # the writes stand; said loudly rather than lost in the batch's failure
+            log.error("could not erase records written after their user's erasure: %s", exc)
+        return True

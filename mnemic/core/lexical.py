@@ -19,7 +19,7 @@ from typing import Any
 from . import links as link_table
 from .links import Link
 from .local_db import LocalDatabase
-from .word_scores import WordScores, score_words
+from .word_scores import WordScores, rough_stem, score_words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?])\W*?(\w+)", re.UNICODE)
@@ -197,14 +197,11 @@ class LexicalIndex:
 
     # -- reads --------------------------------------------------------------------------------
 
-    def coverage(self, query: str, *, user_id: str, record_ids: Sequence[str] | None = None,
-                 cap: int = COVERAGE_CAP) -> dict[str, float]:
-        """The idf-weighted share of the query's words (0..1) each of the user's records holds,
-        among `record_ids` (None: every record holding a query word, each named: costly for a
-        common word in a large store); records holding none are left out (see `word_scores`)."""
-        scores = self.word_scores(query, user_id=user_id, cap=cap)
-        matches = scores.every() if record_ids is None else scores.of(record_ids)
-        return {rid: match.coverage for rid, match in matches.items()}
+    def coverage(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP) -> dict[str, float]:
+        """The idf-weighted share of the query's words (0..1) each of the user's records holding
+        one of them holds, by record id (see `word_scores`; every holder is named, which costs
+        what recall avoids for a common word in a large store: for inspection and small stores)."""
+        return {rid: match.coverage for rid, match in self.word_scores(query, user_id=user_id, cap=cap).every().items()}
 
     def word_scores(self, query: str, *, user_id: str, cap: int = COVERAGE_CAP,
                     related: float = 0.0) -> WordScores:
@@ -385,7 +382,7 @@ def matched_terms(query: str, text: str) -> list[str]:
     words: set[str] | None = None
     found = []
     for term in query_terms(query):
-        stem = term[: max(4, len(term) - 3)] if len(term) > 5 else term
+        stem = rough_stem(term)
         if stem not in folded:  # a prefix of no word then: skips the word scan for most terms
             continue
         if words is None:

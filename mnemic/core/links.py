@@ -33,6 +33,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .word_scores import rough_stem
+
 # A word in more of a user's records than this links nothing (tuned on LoCoMo conversations 0-4).
 MAX_LINK_DF = 8
 MIN_LINK_WORD = 3
@@ -126,7 +128,7 @@ def records_holding(db: sqlite3.Connection, *, owner: str, word: str) -> int:
     words it begins ("visit" for "visiting": visit, visits, visited...), for a word too common to
     list its holders. Records holding two forms are counted twice; a word of another stem with the
     same beginning is counted too; both make a common word count as commoner, which is safe."""
-    stem = word[: max(4, len(word) - 3)] if len(word) > 5 else word
+    stem = rough_stem(word)
     held = db.execute("SELECT sum(df) FROM link_terms WHERE owner = ? AND term >= ? AND term < ?",
                       (owner, stem, stem + "\U0010ffff")).fetchone()[0]
     return int(held or 0)

@@ -31,7 +31,7 @@ from .changes import UNSET, RecordChanges, RetainedRegistry
 from .codec import NEVER
 from .conversations import Conversations
 from .embeddings import Embedder, reading_whole_texts, resolve_embedder
-from .erasures import erasure_order
+from .erasures import ErasureGuard, erasure_order
 from .gate import OpenGate
 from .history import HistoryEntry, HistoryLog
 from .identity import recognise
@@ -147,7 +147,8 @@ class Memory:
                                      sole_writer=self.mode == "embedded", scrubber=scrubber,
                                      admit=self._intake.admit)
         self._writer = BackgroundWriter(must_not_hold=self._records.lock.held)
-        self._erasure_order = erasure_order(database_identity(client), self.namespace)
+        self._erasures = ErasureGuard(self._store, erasure_order(database_identity(client), self.namespace),
+                                      other_processes=self.mode != "embedded", erase=self._erase_late)
         self._wire()
         self._recovery = Recovery(
             store=self._store, local=self._local, sync=self._sync, namespace=self.namespace, embed=embed,
@@ -155,7 +156,7 @@ class Memory:
             local_history=history if isinstance(history, LocalHistory) else None, also=self._full_check)
         self._recovery.on_open()
         self._queued = QueuedWrites(WriteJournal(self._local, self.namespace), self._writer, self._pipeline,
-                                    self._records, self._erasure_order, self._erase_late)
+                                    self._records, self._erasures)
         self._queued.replay()
         if initial_policy is not None:
             self.set_policy(initial_policy)
@@ -178,8 +179,7 @@ class Memory:
                                        stats=self.stats)
         self._conversations = Conversations(
             store=store, records=records, writer=writer, pipeline=self._pipeline, intake=self._intake,
-            policy=self._policy, stats=self.stats, llm=llm, embedder=embedder, erasure_order=self._erasure_order,
-            erase_late=self._erase_late)
+            policy=self._policy, stats=self.stats, llm=llm, embedder=embedder, erasures=self._erasures)
         self._recall = RecallPipeline(store, lexical, weights, records.decode,
                                       embed=lambda text: self.embedder.embed([text])[0])
         self._reader = RecordReader(
@@ -195,7 +195,7 @@ class Memory:
                                       reader=self._reader, retained=self._retained, runs=self.runs,
                                       max_text_chars=self.max_text_chars,
                                       refuse_secrets=self._intake.refuse_secret_fields,
-                                      erasure_order=self._erasure_order)
+                                      erasures=self._erasures)
         self._organisation = Organisation(self._reader.list, namespace=self.namespace, mode=self.mode,
                                           embedder=embedder)
         self._notes = NoteStore(

@@ -9,9 +9,9 @@ This module owns that cycle so the Memory facade only checks input and hands sta
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from .erasures import ErasureOrder, accepted_before_erasure, erased_since
+from .erasures import ErasureGuard
 from .record_writer import RecordWriter
 from .records import MemoryRecord
 from .write_journal import Journaled, WriteJournal
@@ -25,12 +25,9 @@ class QueuedWrites:
     """Journal, queue, store and retire the statements `remember_many()` accepted."""
 
     def __init__(self, journal: WriteJournal, writer: BackgroundWriter, pipeline: WritePipeline,
-                 records: RecordWriter, erasure_order: ErasureOrder,
-                 erase_late: Callable[[str, list[str]], None]) -> None:
+                 records: RecordWriter, erasures: ErasureGuard) -> None:
         self._journal = journal
-        self._erasure_order = erasure_order
-        # Erases records of a user (by id) that were written after the user's erasure (below).
-        self._erase_late = erase_late
+        self._erasures = erasures
         self._store = records.store
         self._writer = writer
         self._pipeline = pipeline
@@ -52,14 +49,13 @@ class QueuedWrites:
         try:
             # Under the namespace's erasure order (erasures.py): an erasure through another Memory
             # object of this process cannot fall between the check and the write.
-            with self._erasure_order:
+            with self._erasures.order:
                 kept = self._without_erased(items)
                 if kept:
                     accepted = {id(j.record): j.accepted_at for j in kept}
                     self._pipeline.persist_queued(
                         [j.record for j in kept], actor=items[0].actor,
-                        stored=None if self._records.sole_writer
-                        else lambda group, result: self._undo_if_erased(group, result, accepted))
+                        stored=lambda group, result: self._undo_if_erased(group, result, accepted))
         except PartialBatchFailure as partial:
             lost = {id(r) for r in partial.items}
             raise PartialBatchFailure([j for j in items if id(j.record) in lost], partial.cause) from None
@@ -68,18 +64,11 @@ class QueuedWrites:
 
     def _undo_if_erased(self, statements: list[MemoryRecord], stored: list[MemoryRecord],
                         accepted: dict[int, float | None]) -> None:
-        """Against a Chroma server another process shares no lock with this one: its erasure of
-        the user may fall between the mark check above and the write. Checked again once written,
-        and what was written then erased: the erasure came after the check, so its mark is seen."""
+        """Against a Chroma server another process's erasure may fall between the check above and
+        the write (ErasureGuard.undo_if_erased)."""
         times = [when for when in (accepted.get(id(s)) for s in statements) if when is not None]
-        user_id = statements[0].user_id
-        if not times or not erased_since(self._store, user_id, min(times)):
-            return
-        log.warning("erasing %d record(s) written while their user was being erased by another process", len(stored))
-        try:
-            self._erase_late(user_id, [record.id for record in stored])
-        except Exception as exc:  # the writes stand; said loudly rather than lost in the batch's failure
-            log.error("could not erase records written after their user's erasure: %s", exc)
+        if times:
+            self._erasures.undo_if_erased(statements[0].user_id, min(times), stored)
 
     def replay(self) -> None:
         """Store what `remember_many()` acknowledged before the last process died (on open)."""
@@ -92,7 +81,7 @@ class QueuedWrites:
             # In batches the size the writer uses, each retired once stored: a replay cut short
             # by another crash resumes where it stopped.
             for start in range(0, len(mine), MAX_BATCH_ITEMS):
-                with self._erasure_order:  # as in _persist
+                with self._erasures.order:  # as in _persist
                     self._replay_batch(user_id, mine[start:start + MAX_BATCH_ITEMS])
 
     def _without_erased(self, items: list[Journaled]) -> list[Journaled]:
@@ -101,7 +90,7 @@ class QueuedWrites:
         kept: list[Journaled] = []
         for user_id in dict.fromkeys(j.record.user_id for j in items):
             mine = [j for j in items if j.record.user_id == user_id]
-            dropped = accepted_before_erasure(self._store, user_id, [j.accepted_at for j in mine])
+            dropped = self._erasures.dropped(user_id, [j.accepted_at for j in mine])
             if any(dropped):
                 log.warning("dropping %d queued statement(s) of a user erased after they were accepted", sum(dropped))
             kept += [j for j, gone in zip(mine, dropped, strict=True) if not gone]

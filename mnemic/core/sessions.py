@@ -7,8 +7,9 @@ commit them later) and the messages of turns that opted out (so no later memoriz
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .extraction import Message
@@ -27,7 +28,7 @@ class Turn:
     task: str | None = None  # a finished agent task's instruction (see Memory.observe)
     agent_llm: Any = None
     # When observe() took the turn (time.time()): an erasure of the user after it drops the turn.
-    accepted_at: float = 0.0
+    accepted_at: float = field(default_factory=time.time)
 
 
 def message_key(message: Message) -> str:

@@ -203,6 +203,12 @@ def _related_holders(index: Postings, owner: str, terms: Sequence[str], holding:
     return found
 
 
+def rough_stem(word: str) -> str:
+    """A word's beginning that its other forms share ("visit" for "visiting"): a crude stand-in
+    for the porter stem FTS5 matches by, which Python cannot ask it for."""
+    return word[: max(4, len(word) - 3)] if len(word) > 5 else word
+
+
 def shared_prefix(a: str, b: str) -> int:
     """How many leading characters two words share: a crude same-word test for stemmed matches."""
     count = 0
