@@ -375,25 +375,37 @@ DIE_BETWEEN_REPLACEMENT_AND_RETIREMENT = textwrap.dedent(
 
     WritePipeline._retire = die
     memory = Memory(sys.argv[1], embedder=HashEmbedder())
-    memory.remember_many(["The account manager is now Tom Baker."], user_id="acme")
-    memory.drain_writes()
+    how = sys.argv[2]
+    if how == "remember_many":
+        memory.remember_many(["The account manager is now Tom Baker."], user_id="acme")
+        memory.drain_writes()
+    elif how == "remember":
+        memory.remember("The account manager is now Tom Baker.", user_id="acme")
+    else:
+        memory.confirm(sys.argv[3])
     """
 )
 
 
-def test_a_replacement_stored_just_before_a_crash_still_retires_the_fact_it_replaces(store_path: Path) -> None:
-    # "X is now Y" writes the new record first and retires the old one after; remember_many had
-    # acknowledged the statement, so its whole effect must survive a crash between the two.
+@pytest.mark.parametrize("how", ["remember_many", "remember", "confirm"])
+def test_a_replacement_stored_just_before_a_crash_still_retires_the_fact_it_replaces(store_path: Path,
+                                                                                     how: str) -> None:
+    # "X is now Y" writes the new record first and retires the old one after (a confirmed pending
+    # fact likewise is made valid first): a crash between the two left both served as current for
+    # good, whether the statement came through remember_many's journal, remember() or confirm().
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         old = memory.remember("The account manager is Anna Smith.", user_id="acme")
-    child = subprocess.run([sys.executable, "-c", DIE_BETWEEN_REPLACEMENT_AND_RETIREMENT, str(store_path)],
-                           capture_output=True, text=True, timeout=120)
+        pending = memory.remember("The account manager is now Tom Baker.", user_id="acme",
+                                  source_kind="tool_result") if how == "confirm" else None
+    child = subprocess.run([sys.executable, "-c", DIE_BETWEEN_REPLACEMENT_AND_RETIREMENT, str(store_path), how,
+                            pending.id if pending else ""], capture_output=True, text=True, timeout=120)
     assert child.returncode == -signal.SIGKILL, child.stderr
     with Memory(store_path, embedder=HashEmbedder()) as memory:
         live = [r.text for r in memory.list(user_id="acme")]
         assert live == ["The account manager is now Tom Baker."]
         assert memory.get(old.id).state == "invalid"
         assert [m.record.text for m in memory.recall("who is the account manager", user_id="acme")] == live
+        assert "Anna Smith" not in memory.profile("acme")
 
 
 def test_a_store_deleted_and_made_again_at_the_same_path_in_one_process_works(store_path: Path) -> None:

@@ -44,6 +44,15 @@ from .writer import BackgroundWriter, LockOrderError
 UNSET: Any = object()
 
 
+class Replacements(Protocol):
+    """What a confirmed pending fact replaces, and its retirement (the write pipeline)."""
+
+    def what_it_replaces(self, confirmed: MemoryRecord) -> tuple[list[MemoryRecord], str]: ...
+
+    def retire(self, olds: Sequence[MemoryRecord], new: MemoryRecord, *, reason: str,
+               actor: str) -> list[MemoryRecord]: ...
+
+
 class BuiltInPlace(ErasableState, Protocol):
     """State of the namespace itself that keeps users' data (and can say whether it holds any)."""
 
@@ -159,10 +168,11 @@ class RecordChanges:
                                  reembed=False)
             return after
 
-    def confirm(self, record_id: str, *, actor: str,
-                then: Callable[[MemoryRecord], object] | None = None) -> MemoryRecord:
-        """Make a pending record valid; `then` is called with it once it is (not for a record that
-        was valid already: confirming it again changes nothing)."""
+    def confirm(self, record_id: str, *, actor: str, replacements: Replacements | None = None) -> MemoryRecord:
+        """Make a pending record valid, and retire the live facts it replaces (`replacements`
+        says which). The confirmed record names the first in `supersedes` as it is made valid, so
+        a crash before they are retired is finished on the next open; confirming a record that is
+        valid already changes nothing."""
         actor = check_name(actor, name="actor")
         self._writer.drain()
         with self._records.lock:
@@ -173,9 +183,12 @@ class RecordChanges:
                 return before
             after = before.model_copy(update={"state": "valid", "updated_at": utcnow(),
                                               "version": before.version + 1})
+            olds, reason = replacements.what_it_replaces(after) if replacements is not None else ([], "")
+            if olds:
+                after = after.model_copy(update={"supersedes": olds[0].id})
             self._records.update(before, after, action="confirm", actor=actor, reason=None, reembed=False)
-        if then is not None:
-            then(after)
+            if olds and replacements is not None:
+                replacements.retire(olds, after, reason=reason, actor=actor)
         return after
 
     def delete(self, record_id: str, *, actor: str, reason: str | None) -> None:

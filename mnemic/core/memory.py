@@ -498,10 +498,7 @@ class Memory:
         """Let a pending fact (from a tool result or document) be served; a fact it replaces ("…is
         now Tom Baker") is retired then, as it would have been had the user said it."""
         self._gate.check()
-        def retire_what_it_replaces(confirmed: MemoryRecord) -> None:
-            self._pipeline.retire_what_it_replaces(confirmed, actor=actor)
-
-        return self._changes.confirm(record_id, actor=actor, then=retire_what_it_replaces)
+        return self._changes.confirm(record_id, actor=actor, replacements=self._pipeline)
 
     def delete(self, record_id: str, *, actor: str = "operator", reason: str | None = None) -> None:
         """Remove a record for good; its history keeps a tombstone."""
@@ -611,12 +608,13 @@ class Memory:
     # -- repair -----------------------------------------------------------------------------------
 
     def _full_check(self) -> int:
-        # After a crash (and on repair()): an erasure the crash cut short is finished. The knowledge
+        # After a crash (and on repair()): a replacement whose retirement of the fact it replaces the
+        # crash cut short retires it now, and an erasure the crash cut short is finished. The knowledge
         # store opens on first use; a namespace that ever had knowledge is checked now, before
         # anything is served. What erased records left in the files is scrubbed again.
-        repaired = 0
+        repaired = self._pipeline.finish_interrupted_retirements()
         if self._knowledge_store is not None or KnowledgeCollection(self._store.client, self.namespace).has_audit():
-            repaired = self.knowledge.repair()
+            repaired += self.knowledge.repair()
         self._scrubber.after_crash()
         return repaired
 

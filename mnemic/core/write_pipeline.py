@@ -260,30 +260,37 @@ class WritePipeline:
         return record.model_copy(update=changes)
 
 
-    def retire_what_it_replaces(self, confirmed: MemoryRecord, *, actor: str) -> list[MemoryRecord]:
-        """Once a pending fact is confirmed, retire the live facts it replaces ("…is now Tom Baker"
-        after "…is Ann Lee"): while unconfirmed it retired nothing (`_decide` inserts an unconfirmed
-        fact however it reads), so without this both values would be served as current. The rules
-        decide, as for any statement said again; returns the records retired. Only facts: a note is
-        a value under its key, and the other kinds are never reconciled with each other."""
-        if confirmed.state != "valid" or confirmed.kind != "fact":
-            return []
+    def what_it_replaces(self, confirmed: MemoryRecord) -> tuple[list[MemoryRecord], str]:
+        """The live facts a pending fact replaces once confirmed ("…is now Tom Baker" after "…is
+        Ann Lee"), and why: while unconfirmed it retired nothing (`_decide` inserts an unconfirmed
+        fact however it reads), so without retiring them both values would be served as current.
+        The rules decide, as for any statement said again. Only facts: a note is a value under its
+        key, and the other kinds are never reconciled with each other."""
+        if confirmed.kind != "fact":
+            return [], ""
         with self._records.lock:
             vector = self._embedder().embed([confirmed.text])[0]
             (pool,) = self.similar_many(confirmed.user_id, [vector], kind=confirmed.kind)
             others = [s for s in pool if s.record.id != confirmed.id]
             decision, targets = self._decide(confirmed, None, others, {})
-            if decision.action not in ("update", "invalidate"):
-                return []
-            retired = [self._retire(old, confirmed, reason=decision.reason, actor=actor) for old in targets]
-            self._stats.bump("facts_invalidated", len(retired))
-            return retired
+        if decision.action not in ("update", "invalidate"):
+            return [], ""
+        return targets, decision.reason
+
+    def retire(self, olds: Sequence[MemoryRecord], new: MemoryRecord, *, reason: str,
+               actor: str) -> list[MemoryRecord]:
+        """Retire `olds` as replaced by `new` (stored already, naming the first in `supersedes`,
+        so that a crash before this is finished by `finish_interrupted_retirements`)."""
+        with self._records.lock:
+            retired = [self._retire(old, new, reason=reason, actor=actor) for old in olds]
+        self._stats.bump("facts_invalidated", len(retired))
+        return retired
 
     def finish_retirements(self, landed: Sequence[MemoryRecord], *, actor: str) -> int:
         """Retire the records that stored replacements supersede but that are still live: a
         replacement is written before the record it retires, so a crash between the two leaves
         both served. Returns how many were retired."""
-        replacing = [r for r in landed if r.supersedes and r.state != "invalid"]
+        replacing = [r for r in landed if r.supersedes and r.state == "valid"]
         if not replacing:
             return 0
         retired = 0
@@ -295,6 +302,19 @@ class WritePipeline:
                     self._retire(old, record, reason="replaced by a statement stored before the last process "
                                  f"stopped: {record.text!r}", actor=actor)
                     retired += 1
+        return retired
+
+    def finish_interrupted_retirements(self, *, actor: str = "repair") -> int:
+        """After a crash (and on repair()): retire every record a live replacement supersedes.
+        Reads every record of every user, as the rest of a full check does: the journal replays
+        only what remember_many() queued, while remember(), observe() and confirm() write
+        replacements directly."""
+        retired = 0
+        for user_id in self._records.store.users():
+            replacing = [record for record in map(self._records.decode, self._records.store.iterate(user_id))
+                         if record.supersedes and record.state == "valid"]
+            for start in range(0, len(replacing), 500):
+                retired += self.finish_retirements(replacing[start:start + 500], actor=actor)
         return retired
 
     def _retire(self, old: MemoryRecord, new: MemoryRecord, *, reason: str, actor: str,
