@@ -79,6 +79,27 @@ def test_an_index_from_before_namespaced_rows_is_rebuilt_on_open(tmp_path: Path)
         assert HANDBOOK in knowledge_keyword_matched(memory, "refunds warehouse team")
 
 
+def test_an_index_from_before_owner_tagged_words_is_rebuilt_on_open(tmp_path: Path) -> None:
+    # Schema 2 held record texts in a porter-tokenized FTS5 column; schema 3 holds owner-tagged
+    # stems. An old index must be rebuilt from Chroma, not read as if it held tagged words.
+    path = tmp_path / "m"
+    with Memory(path, embedder=HashEmbedder()) as memory:
+        memory.remember(POLICY, user_id="u")
+        memory.knowledge.add(HANDBOOK, verbatim=True)
+    db = sqlite3.connect(path / "lexical.sqlite3")
+    db.executescript("""
+        DROP TABLE lexical;
+        CREATE VIRTUAL TABLE lexical USING fts5(body, owner, record_id UNINDEXED,
+                                                tokenize = 'porter unicode61 remove_diacritics 2');
+        PRAGMA user_version = 2;
+    """)
+    db.commit()
+    db.close()
+    with Memory(path, embedder=HashEmbedder()) as memory:
+        assert POLICY in keyword_matched(memory, "refund window parcels", user_id="u")
+        assert HANDBOOK in knowledge_keyword_matched(memory, "refunds warehouse team")
+
+
 def _colliding_pair() -> tuple[str, str]:
     """Two namespaces with one storage name: an unsafe name becomes its safe form plus a hash
     suffix, and a second namespace can be spelled as exactly that."""

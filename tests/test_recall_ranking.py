@@ -215,3 +215,27 @@ def test_a_word_the_word_counts_miss_still_counts_in_its_newest_holders(word: st
     whole = index.coverage(f"zebra {word}", user_id="ana", cap=1000)
     assert {rid for rid in listed if rid != "z1"} == {f"r{i:02d}" for i in range(20, 30)}
     assert listed["z1"] == pytest.approx(whole["z1"], rel=0.02)
+
+
+@pytest.mark.parametrize(("said", "asked"), [
+    ("Ana opened a café downtown", "cafe"),
+    ("Ana opened a cafe downtown", "Café"),
+    ("Ana opened a cafe downtown", "ｃａｆｅ"),  # full-width letters, as an IME types them
+    ("Ana went hiking on Sunday", "hikes"),
+    ("Ana bought an e_reader", "e_reader"),
+])
+def test_a_word_is_found_whatever_its_accents_width_or_form(said: str, asked: str) -> None:
+    index = LexicalIndex(None)
+    index.upsert([("a", "c1", "ana", said, 1), ("b", "c1", "ana", "Ana stayed home", 1)])
+    assert set(index.coverage(asked, user_id="ana")) == {"a"}
+
+
+def test_one_users_words_are_not_found_through_another_users_identical_words() -> None:
+    # Each owner's words are held behind their own tag: the same word said by two users is two
+    # index terms, and neither user's look-up lists the other's rows.
+    index = LexicalIndex(None)
+    index.upsert([("a", "c1", "ana", "Ana keeps bees", 1), ("b", "c2", "ben", "Ben keeps bees", 1)])
+    ana, ben = index.owner("ana"), index.owner("ben")
+    assert len(index.holders(ana, "bees", 10)) == len(index.holders(ben, "bees", 10)) == 1
+    assert index.holders(ana, "bees", 10) != index.holders(ben, "bees", 10)
+    assert index.holder_count(ana, "bees") == 1

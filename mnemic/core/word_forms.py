@@ -1,7 +1,7 @@
 """Irregular word forms: a question asks what someone "bought" with "buy", where they "went" with
 "go", what the "mice" did with "mouse".
 
-Word coverage matches a query word through FTS5's porter stemmer, which joins regular forms
+Word coverage matches a query word by its porter stem (stems.py), which joins regular forms
 ("hike", "hiking") but not irregular ones, and questions put verbs in the base form ("What did
 she buy?") where the memory is told in the past ("I bought ..."). This table (`word_forms.tsv.gz`,
 ~850 words, from WordNet 3.0's exception lists, built by `bench/build_word_forms.py`; its license

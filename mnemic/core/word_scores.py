@@ -144,8 +144,8 @@ def score_words(index: Postings, owner: str, terms: Sequence[str], *, records: i
     cost ~7 ms per 5,000 at 100k records), and its weight comes from the user's word counts."""
     if records == 0:
         return WordScores(0)
-    # Two forms of one word ("dance", "dancing") match the same records through the porter
-    # stemmer: count them once. A word no record holds still counts: the records answer less of
+    # Two forms of one word ("dance", "dancing") match the same records through their porter
+    # stem: count them once. A word no record holds still counts: the records answer less of
     # the question.
     kept: list[tuple[str, frozenset[int], float]] = []
     for term, rows in zip(terms, postings, strict=True):
@@ -205,7 +205,7 @@ def _related_holders(index: Postings, owner: str, terms: Sequence[str], holding:
 
 def rough_stem(word: str) -> str:
     """A word's beginning that its other forms share ("visit" for "visiting"): a crude stand-in
-    for the porter stem FTS5 matches by, which Python cannot ask it for."""
+    for its porter stem (stems.py) that finds the word in a text without stemming the text."""
     return word[: max(4, len(word) - 3)] if len(word) > 5 else word
 
 
