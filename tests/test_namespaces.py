@@ -65,34 +65,27 @@ def test_two_namespaces_open_at_once_on_one_lexical_file(tmp_path: Path) -> None
         support.close()
 
 
-def test_an_index_from_before_namespaced_rows_is_rebuilt_on_open(tmp_path: Path) -> None:
-    path = tmp_path / "m"
-    with Memory(path, embedder=HashEmbedder()) as memory:
-        memory.remember(POLICY, user_id="u")
-        memory.knowledge.add(HANDBOOK, verbatim=True)
-    db = sqlite3.connect(path / "lexical.sqlite3")
-    db.execute("PRAGMA user_version = 1")  # as an older mnemic left it
-    db.commit()
-    db.close()
-    with Memory(path, embedder=HashEmbedder()) as memory:
-        assert POLICY in keyword_matched(memory, "refund window parcels", user_id="u")
-        assert HANDBOOK in knowledge_keyword_matched(memory, "refunds warehouse team")
-
-
-def test_an_index_from_before_owner_tagged_words_is_rebuilt_on_open(tmp_path: Path) -> None:
+OLDER_INDEXES = {
+    "before namespaced rows": "PRAGMA user_version = 1;",
     # Schema 2 held record texts in a porter-tokenized FTS5 column; schema 3 holds owner-tagged
-    # stems. An old index must be rebuilt from Chroma, not read as if it held tagged words.
-    path = tmp_path / "m"
-    with Memory(path, embedder=HashEmbedder()) as memory:
-        memory.remember(POLICY, user_id="u")
-        memory.knowledge.add(HANDBOOK, verbatim=True)
-    db = sqlite3.connect(path / "lexical.sqlite3")
-    db.executescript("""
+    # stems: an old index must be rebuilt from Chroma, not read as if it held tagged words.
+    "before owner-tagged words": """
         DROP TABLE lexical;
         CREATE VIRTUAL TABLE lexical USING fts5(body, owner, record_id UNINDEXED,
                                                 tokenize = 'porter unicode61 remove_diacritics 2');
         PRAGMA user_version = 2;
-    """)
+    """,
+}
+
+
+@pytest.mark.parametrize("older", list(OLDER_INDEXES))
+def test_an_index_an_older_mnemic_wrote_is_rebuilt_on_open(tmp_path: Path, older: str) -> None:
+    path = tmp_path / "m"
+    with Memory(path, embedder=HashEmbedder()) as memory:
+        memory.remember(POLICY, user_id="u")
+        memory.knowledge.add(HANDBOOK, verbatim=True)
+    db = sqlite3.connect(path / "lexical.sqlite3")
+    db.executescript(OLDER_INDEXES[older])  # as an older mnemic left it
     db.commit()
     db.close()
     with Memory(path, embedder=HashEmbedder()) as memory:
