@@ -4,9 +4,11 @@ Installed once per process with the rest of the integration (`install()`), and i
 that use no CrewMemory:
 
 - at each crew kickoff, the crew's task-output store becomes mnemic's `KickoffOutputs` (every
-  kickoff kept per crew, for replay), and a crew restored from a checkpoint keeps writing
-  checkpoints with mnemic's provider for the same format (CrewAI rebuilds its stock provider,
-  whose SQLite flavour fails on SQLite < 3.45 and whose JSON flavour is not atomic);
+  kickoff kept per crew, for replay), and the crew writes checkpoints with mnemic's provider for
+  the format it chose: CrewAI's stock providers (its default when `CheckpointConfig` names none,
+  and the one it rebuilds for a restored crew) record no owner, so `forget(user_id=)` could not
+  find a user's checkpoints; their SQLite flavour also fails on SQLite < 3.45 and their JSON
+  flavour is not atomic. A provider of the application's own is left alone;
 - the user a CrewMemory serves is written into the kickoff's inputs when they do not name one,
   so checkpoints and kickoff records carry it and a restored crew comes back to the same user;
 - checkpoint writers learn the owner of what they save from the running kickoff (`resolve_owner`);
@@ -162,7 +164,7 @@ def kickoff_store(crew: Any, memory: CrewMemory) -> KickoffOutputs | None:
     return handler
 
 
-# -- checkpoints of restored crews -------------------------------------------------------------------
+# -- checkpoints ------------------------------------------------------------------------------------
 
 
 def _mnemic_provider_for(provider: Any, location: str | None) -> Any | None:
@@ -176,8 +178,8 @@ def _mnemic_provider_for(provider: Any, location: str | None) -> Any | None:
 
 
 def keep_mnemic_checkpointing(crew: Any, config: CheckpointConfig | None = None) -> None:
-    """After a restore, checkpoint with mnemic's provider again: the one in `config` when it is
-    mnemic's, else mnemic's provider for the restored format (CrewAI rebuilds its stock one)."""
+    """Checkpoint with mnemic's provider: the one in `config` when it is mnemic's, else mnemic's
+    provider for the format of CrewAI's stock one (its default, or rebuilt after a restore)."""
     current = getattr(crew, "checkpoint", None)
     if not isinstance(current, CheckpointConfig):
         return
@@ -232,8 +234,7 @@ def _on_execution_start(ctx: Any) -> None:
     memory = crew_memory_of(crew)
     if memory is None:
         return None
-    if getattr(crew, "checkpoint_kickoff_event_id", None) is not None:
-        keep_mnemic_checkpointing(crew)
+    keep_mnemic_checkpointing(crew)
     payload = getattr(ctx, "payload", None)
     if isinstance(payload, dict) and payload.get(memory.user_key) is None:
         try:
