@@ -85,7 +85,7 @@ def test_a_mistyped_namespace_is_an_error_and_no_namespace_is_made(  # type: ign
                     ["memory", "recall", "--user", "alice", "tea"], ["memory", "history", "nope"],
                     ["memory", "forget", "--user", "alice", "--yes"], ["policy", "get"],
                     ["knowledge", "list"], ["knowledge", "search", "tea"], ["lessons", "list", "--all-users"],
-                    ["kickoffs", "list"], ["kickoffs", "show", "nope"], ["checkpoints", "list"]):
+                    ["kickoffs", "list", "--all-users"], ["kickoffs", "show", "nope"], ["checkpoints", "list"]):
         out = run(*command, "-n", "suport", ok=False)
         assert "no namespace 'suport' in the store at" in out, command
         assert "'default', 'support'" in out and "--namespace" in out, command
@@ -197,7 +197,7 @@ def test_control_characters_in_stored_text_are_shown_never_sent_to_the_terminal(
         "knowledge list": run("knowledge", "list"),
         "knowledge search": run("knowledge", "search", "prices in red"),
         "lessons list": run("lessons", "list", "--user", "bob"),
-        "kickoffs list": run("kickoffs", "list"),
+        "kickoffs list": run("kickoffs", "list", "--all-users"),
         "kickoffs show": run("kickoffs", "show", kickoff.run_id),
         "lessons invalidate": run("lessons", "invalidate", lesson.id, "--reason", "stale"),
         "memory invalidate": run("memory", "invalidate", "--reason", "stale", fact.id),

@@ -89,11 +89,13 @@ def test_kickoffs_list_and_show(run, tmp_path: Path) -> None:  # type: ignore[no
                                                   "output": {"raw": "Summary of the move.", "description": "Sum"}},
                                 step_id="t-1")
         memory.runs.begin(group="k2", group_name="triage", user_id="bob")
-    listed = json.loads(run("kickoffs", "list", "--json"))
+    assert "--all-users" in run("kickoffs", "list", "--json", ok=False)  # whose kickoffs, said out loud
+    listed = json.loads(run("kickoffs", "list", "--all-users", "--json"))
     assert [(k["group_name"], k["user_id"]) for k in listed] == [("triage", "bob"), ("planning", "alice")]
-    assert [k["user_id"] for k in json.loads(run("kickoffs", "list", "--crew", "planning", "--json"))] == ["alice"]
+    planning = json.loads(run("kickoffs", "list", "--crew", "planning", "--all-users", "--json"))
+    assert [k["user_id"] for k in planning] == ["alice"]
     assert [k["group_name"] for k in json.loads(run("kickoffs", "list", "--user", "bob", "--json"))] == ["triage"]
-    assert "planning" in run("kickoffs", "list")
+    assert "planning" in run("kickoffs", "list", "--all-users")
     shown = run("kickoffs", "show", first.run_id)
     assert "t-1" in shown and "Summary of the move." in shown and "alice" in shown
     assert json.loads(run("kickoffs", "show", first.run_id, "--json"))["steps"][0]["step_id"] == "t-1"

@@ -34,11 +34,16 @@ def kickoffs_group() -> None:
 @store_options
 @click.option("--crew", default=None, help="Only this crew (its name or its key).")
 @click.option("--user", "user_id", default=None, help="Only this user's kickoffs.")
+@click.option("--all-users", is_flag=True, help="Every user's kickoffs (operator overview).")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True)
 def list_command(store: Path, server: str | None, namespace: str, embedder: str | None, crew: str | None,
-                 user_id: str | None, limit: int, as_json: bool) -> None:
+                 user_id: str | None, all_users: bool, limit: int, as_json: bool) -> None:
     """Kickoffs, newest first."""
+    # As for memories and lessons: a kickoff's inputs are what its user said, so a slip of the
+    # keyboard (a --user left out) must not list everyone's.
+    if (user_id is None) == (not all_users):
+        raise click.UsageError("say whose kickoffs: --user USER, or --all-users")
     with opened(store, server, namespace, embedder) as memory:
         runs = memory.runs.runs(user_id=user_id)
     if crew is not None:
