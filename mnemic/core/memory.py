@@ -62,7 +62,7 @@ from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, KnowledgeCollection, RunCollection, database_identity, make_persistent_client
 from .store.history import ChromaHistory
-from .validation import MAX_TEXT_CHARS, check_user_id, scope_paths
+from .validation import MAX_TEXT_CHARS, check_items, check_user_id, scope_paths
 from .views import MemoryView
 from .write_journal import WriteJournal
 from .write_pipeline import WritePipeline
@@ -356,9 +356,8 @@ class Memory:
         that record's id instead).
         """
         self._gate.check()
-        if not isinstance(texts, (str, Iterable)):
-            raise TypeError(f"remember_many() takes a list of statements (strings), got {type(texts).__name__}")
-        items = builtins.list(texts) if not isinstance(texts, str) else [texts]
+        items = check_items(texts, name="remember_many()'s texts", what="a list of statements (strings)",
+                            example="remember_many([record['text']], user_id=record['user_id'])")
         if not items:
             return []
         unknown = sorted(set(options) - _REMEMBER_MANY_OPTIONS)
