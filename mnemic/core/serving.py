@@ -187,6 +187,15 @@ class RecordReader:
         self._writer.drain()
         raw = self._records.history.for_record(record_id)
         if not raw:
+            if self.locate(record_id) is not None:
+                # Every write adds an entry: the trail that held this record's was lost.
+                raise KeyError(
+                    f"memory {record_id!r} exists in namespace {self._namespace!r} but has no audit trail: the "
+                    f"trail that held its entries was lost after the record was written (in an embedded store, "
+                    f"the local database lexical.sqlite3 was deleted, emptied or replaced; a warning was logged "
+                    f"when the store was opened). "
+                    f"What changed it before then is not known; get() still reads the record, and its changes "
+                    f"from now on are recorded.")
             raise KeyError(f"no memory with id {record_id!r} has any history in namespace {self._namespace!r}")
         current = self.locate(record_id)
         applied = applied_entries(raw, current.version if current is not None else None)
