@@ -149,7 +149,13 @@ class Memory:
             with contextlib.suppress(Exception):
                 if hasattr(self, part):
                     getattr(self, part).close()
+        self._release_store()
+
+    def _release_store(self) -> None:
+        """Close the client this object made, let go of the path's lock, remove a temporary store."""
         if self._own_client is not None:
+            # Chroma keeps one system per path for the whole process until its clients close: a
+            # store deleted and made again at the same path would otherwise reach the old one.
             with contextlib.suppress(Exception):
                 self._own_client.close()
         if self._lock_handle is not None:
@@ -253,15 +259,7 @@ class Memory:
         self._lexical.close()
         self._local.close()
         self._gate.close()
-        if self._own_client is not None:
-            # Chroma keeps one system per path for the whole process until its clients close: a
-            # store deleted and made again at the same path would otherwise reach the old one.
-            with contextlib.suppress(Exception):
-                self._own_client.close()
-        if self._lock_handle is not None:
-            self._lock_handle.release()
-        if self._temporary is not None:
-            shutil.rmtree(self._temporary, ignore_errors=True)
+        self._release_store()
         failures = self._writer.take_failures()
         if failures and report_failures:
             raise BackgroundWriteError(failures)
