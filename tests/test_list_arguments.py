@@ -154,3 +154,26 @@ def test_crewai_knowledge_saves_one_text_as_one_document(memory: Memory) -> None
     with pytest.raises(TypeError, match="query must be a list of query texts"):
         storage.search({"refund": 1})
     assert memory.knowledge.count() == 1
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_a_checkpoint_saver_given_one_thread_id_prunes_that_thread_only(tmp_path: Path, kind: str) -> None:
+    pytest.importorskip("langgraph.checkpoint")
+    from langgraph.checkpoint.conformance.test_utils import generate_checkpoint, generate_config, generate_metadata
+
+    from mnemic.checkpoints import JsonCheckpointSaver, SqliteCheckpointSaver
+
+    saver = JsonCheckpointSaver(tmp_path / "threads") if kind == "json" else SqliteCheckpointSaver(
+        tmp_path / "threads.sqlite")
+    for thread in ("a", "b", "ab"):
+        saver.put(generate_config(thread), generate_checkpoint(), generate_metadata(), {})
+    # Read letter by letter, "ab" deleted the threads "a" and "b" and kept "ab".
+    saver.prune("ab", strategy="delete")
+    assert [saver.get_tuple(generate_config(t)) is not None for t in ("a", "b", "ab")] == [True, True, False]
+    with pytest.raises(TypeError, match="thread_ids must be a thread id or a list of them"):
+        saver.prune({"a": 1}, strategy="delete")
+    with pytest.raises(TypeError, match="run_ids must be a run id or a list of them"):
+        saver.delete_for_runs({"run": 1})
+    assert saver.get_tuple(generate_config("a")) is not None
+    if isinstance(saver, SqliteCheckpointSaver):
+        saver.close()
