@@ -27,6 +27,7 @@ from .core.history import HistoryEntry
 from .core.knowledge import IngestResult, KnowledgeChunk, KnowledgeHit, KnowledgeStore, RefusedChunk
 from .core.lessons import Lesson, LessonPlace, LessonStore
 from .core.llm import LLMOutputError
+from .core.local_db import CorruptLocalDatabaseError
 from .core.lock import StoreLockedError
 from .core.memory import Memory
 from .core.policy import EffectivePolicy, MemoryPolicy, PolicyError
@@ -47,6 +48,7 @@ __all__ = [
     "CallableEmbedder",
     "ChromaEmbedder",
     "ConcurrentChangeError",
+    "CorruptLocalDatabaseError",
     "DocumentError",
     "EffectivePolicy",
     "Embedder",

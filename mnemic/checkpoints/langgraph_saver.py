@@ -56,7 +56,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from ..core.store import owner_key
-from ..core.validation import check_user_id
+from ..core.validation import check_items, check_user_id
 from ..tools.langchain import USER_KEY, given_user_ids
 from .langgraph_rows import (
     CheckpointRow,
@@ -345,7 +345,9 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
         Like LangGraph's own warning says: a thread that goes on after one of its runs is deleted
         may lose the history a `DeltaChannel` rebuilds its value from.
         """
-        wanted = {str(run_id) for run_id in run_ids}
+        # One id alone is that run: read letter by letter it deleted the runs "r", "u", "n"...
+        wanted = {str(run_id) for run_id in check_items(run_ids, name="run_ids", what="a run id or a list of them",
+                                                         example="delete_for_runs([run_id])")}
         if not wanted:
             return
         with self._lock:
@@ -379,7 +381,9 @@ class LangGraphSaver(BaseCheckpointSaver[str]):
         channel); delete the rest. `delete`: delete the threads."""
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"unknown prune strategy {strategy!r}; use one of {', '.join(PRUNE_STRATEGIES)}")
-        for thread_id in (str(t) for t in thread_ids):
+        threads = check_items(thread_ids, name="thread_ids", what="a thread id or a list of them",
+                              example="prune([thread_id])")
+        for thread_id in (str(t) for t in threads):
             with self._lock:
                 if strategy == "delete":
                     self._remove_thread(thread_id)

@@ -85,6 +85,22 @@ def connect_sqlite(path: str | Path, *, check_same_thread: bool = False) -> sqli
     return connection
 
 
+# SQLITE_CORRUPT (FTS5's SQLITE_CORRUPT_VTAB shares its low byte) and SQLITE_NOTADB.
+_CORRUPTION_CODES = frozenset({11, 26})
+
+
+def is_corruption(error: BaseException) -> bool:
+    """Whether `error` says an SQLite file is damaged or not a database at all (rather than busy,
+    locked or full): "database disk image is malformed", "file is not a database"."""
+    if not isinstance(error, sqlite3.DatabaseError):
+        return False
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF in _CORRUPTION_CODES
+    text = str(error).lower()
+    return "malformed" in text or "not a database" in text
+
+
 @contextlib.contextmanager
 def transaction(connection: sqlite3.Connection, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
     """`with transaction(conn):` runs its statements in one transaction (committed, or rolled back

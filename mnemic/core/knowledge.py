@@ -58,7 +58,7 @@ from .ranking import RecallWeights
 from .scrub import Scrubber
 from .store import StoredRow
 from .store.knowledge import KnowledgeCollection
-from .validation import check_clean, check_limit, check_min_score, check_text, scrub
+from .validation import check_clean, check_items, check_limit, check_min_score, check_text, scrub
 
 log = logging.getLogger("mnemic")
 
@@ -186,8 +186,8 @@ class KnowledgeStore:
         under it (others are skipped); a file named explicitly must be supported. Each file is
         its own source and replaces what that source held, as in `add_file`."""
         self._gate.check()
-        if isinstance(paths, (str, Path)):
-            paths = [paths]
+        paths = [paths] if isinstance(paths, (str, Path)) else check_items(
+            paths, name="paths", what="a file or directory path or a list of them", example="add_files(['docs/'])")
         actor = check_actor(added_by)
         callback = check_progress(progress)
         files: list[Path] = []

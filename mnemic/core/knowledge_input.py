@@ -4,13 +4,13 @@ LLM step that turns an operator's text into standalone facts."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .knowledge_identity import normalise_source, source_spellings
 from .llm import complete_json
-from .validation import MAX_SOURCE_CHARS, check_clean, check_name
+from .validation import MAX_SOURCE_CHARS, check_clean, check_items, check_name
 
 log = logging.getLogger("mnemic")
 
@@ -60,8 +60,9 @@ def _checked_source(name: str) -> str:
 def check_sources(source: Any) -> frozenset[str] | None:
     if source is None:
         return None
-    items = [source] if isinstance(source, str) else source
-    if not isinstance(items, Iterable) or not all(isinstance(s, str) and s.strip() for s in items):
+    items = check_items(source, name="source", what="a source name or a list of them, as shown by sources()",
+                        example="source=['handbook.md']")
+    if not all(isinstance(s, str) and s.strip() for s in items):
         raise TypeError("source must be a source name or a list of them, as shown by sources()")
     chosen = frozenset(spelling for s in items for spelling in source_spellings(s))
     if not chosen:

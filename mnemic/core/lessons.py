@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from .records import MemoryMatch, MemoryRecord, normalise_text
 from .safety import redact, redacted_prefix
 from .scopes import ROOT, join_scope
-from .validation import MAX_REASON_CHARS, check_limit, check_text, check_user_id, scrub
+from .validation import MAX_REASON_CHARS, check_ids, check_items, check_limit, check_text, check_user_id, scrub
 
 LESSON_KIND = "lesson"
 LESSONS_ROOT = "/lessons"
@@ -306,7 +306,8 @@ class LessonStore:
         owner = check_user_id(user_id)
         if place.step is None:
             raise ValueError("lessons are learned at one step: give LessonPlace(flow, step)")
-        lessons = clean_lessons(texts)
+        lessons = clean_lessons(check_items(texts, name="texts", what="a lesson or a list of lessons (strings)",
+                                            example="texts=['Cite a source for every figure.']"))
         if not lessons:
             return []
         if review is not None and not background:
@@ -355,7 +356,7 @@ class LessonStore:
         owner = check_user_id(user_id)
         reason = redacted_prefix(scrub(reason), MAX_REASON_CHARS)
         withdrawn = []
-        for lesson_id in dict.fromkeys(lesson_ids):
+        for lesson_id in dict.fromkeys(check_ids(lesson_ids, name="lesson_ids")):
             try:
                 lesson = Lesson(self.memory.get(lesson_id))
             except KeyError:

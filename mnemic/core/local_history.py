@@ -51,6 +51,10 @@ class LocalHistory:
                   int(e["version"]), json.dumps(e, default=str)) for e in entries],
             )
 
+    def is_empty(self) -> bool:
+        """Whether the namespace has no audit entry at all (one index seek)."""
+        return not self._db.execute("SELECT 1 FROM history WHERE namespace = ? LIMIT 1", (self.namespace,))
+
     def for_record(self, record_id: str) -> list[dict[str, Any]]:
         rows = self._db.execute("SELECT body FROM history WHERE namespace = ? AND record_id = ?",
                                 (self.namespace, record_id))

@@ -62,7 +62,7 @@ from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, KnowledgeCollection, RunCollection, database_identity, make_persistent_client
 from .store.history import ChromaHistory
-from .validation import MAX_TEXT_CHARS, check_user_id, scope_paths
+from .validation import MAX_TEXT_CHARS, check_items, check_user_id, scope_paths
 from .views import MemoryView
 from .write_journal import WriteJournal
 from .write_pipeline import WritePipeline
@@ -133,9 +133,41 @@ class Memory:
         self._gate = OpenGate()
         self._store = ChromaStore(client, self.namespace,
                                   cache_scope=self._lock_handle.hold if self._lock_handle is not None else None)
+        try:
+            self._open(client, lexical_file, max_text_chars, initial_policy)
+        except BaseException as error:
+            self._release_after_failed_open()
+            local: LocalDatabase | None = getattr(self, "_local", None)
+            explained = local.explained(error) if local is not None else None
+            if explained is not None:  # a damaged file met past its first read
+                raise explained from error
+            raise
+
+    def _release_after_failed_open(self) -> None:
+        """What a failed open took, given back: a retry (or another process) finds nothing locked."""
+        for part in ("_writer", "_recall", "_local"):
+            with contextlib.suppress(Exception):
+                if hasattr(self, part):
+                    getattr(self, part).close()
+        self._release_store()
+
+    def _release_store(self) -> None:
+        """Close the client this object made, let go of the path's lock, remove a temporary store."""
+        if self._own_client is not None:
+            # Chroma keeps one system per path for the whole process until its clients close: a
+            # store deleted and made again at the same path would otherwise reach the old one.
+            with contextlib.suppress(Exception):
+                self._own_client.close()
+        if self._lock_handle is not None:
+            self._lock_handle.release()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+
+    def _open(self, client: Any, lexical_file: Path | None, max_text_chars: int,
+              initial_policy: MemoryPolicy | None) -> None:
         self._store.check_embedder(self.embedder.name, int(self.embedder.dimension))
         # The local database: keyword index, the audit trail of an embedded store, the write journal.
-        self._local = LocalDatabase(lexical_file)
+        self._local = LocalDatabase(lexical_file, audit_trail=self.mode == "embedded")
         self._lexical = LexicalIndex(self._local, namespace=self.namespace)
         self._intake = Intake(namespace=self.namespace, stats=self.stats, max_text_chars=max_text_chars)
         embed = lambda texts: self.embedder.embed(texts)  # noqa: E731 - the embedder may be swapped
@@ -227,15 +259,7 @@ class Memory:
         self._lexical.close()
         self._local.close()
         self._gate.close()
-        if self._own_client is not None:
-            # Chroma keeps one system per path for the whole process until its clients close: a
-            # store deleted and made again at the same path would otherwise reach the old one.
-            with contextlib.suppress(Exception):
-                self._own_client.close()
-        if self._lock_handle is not None:
-            self._lock_handle.release()
-        if self._temporary is not None:
-            shutil.rmtree(self._temporary, ignore_errors=True)
+        self._release_store()
         failures = self._writer.take_failures()
         if failures and report_failures:
             raise BackgroundWriteError(failures)
@@ -356,9 +380,8 @@ class Memory:
         that record's id instead).
         """
         self._gate.check()
-        if not isinstance(texts, (str, Iterable)):
-            raise TypeError(f"remember_many() takes a list of statements (strings), got {type(texts).__name__}")
-        items = builtins.list(texts) if not isinstance(texts, str) else [texts]
+        items = check_items(texts, name="remember_many()'s texts", what="a list of statements (strings)",
+                            example="remember_many([record['text']], user_id=record['user_id'])")
         if not items:
             return []
         unknown = sorted(set(options) - _REMEMBER_MANY_OPTIONS)
@@ -622,7 +645,9 @@ class Memory:
         """Check the store in full and mend it: the keyword index against every record (after a
         crash, or another process's writes), and every user's vector index, rebuilt when a query
         cannot reach some of their records. Opening a store the last process did not close does
-        the same. Returns how many index entries and records were mended."""
+        the same. Returns how many index entries and records were mended. Raises
+        CorruptLocalDatabaseError, naming the file and how to set it aside, when a page of the
+        store's local database is damaged."""
         self._gate.check()
         return self._recovery.repair()
 

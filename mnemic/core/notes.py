@@ -46,7 +46,7 @@ from .safety import secret_fields, sensitive_category
 from .scopes import ROOT, normalise_scope
 from .stats import WriteStats
 from .store import ChromaStore
-from .validation import check_name, check_optional_str, check_text, check_ttl, check_user_id
+from .validation import check_items, check_name, check_optional_str, check_text, check_ttl, check_user_id
 
 log = logging.getLogger("mnemic.notes")
 
@@ -303,7 +303,9 @@ class NoteStore:
         self._gate.check()
         now = utcnow()
         removed: dict[str, list[str]] = {}
-        for owner in (user_ids if user_ids is not None else self._users()):
+        owners = self._users() if user_ids is None else check_items(
+            user_ids, name="user_ids", what="a user id or a list of them", example="user_ids=['alice']")
+        for owner in owners:
             for note, _ in self._rows(owner, scope, vectors=False, include_expired=True):
                 if note.record.is_expired(now):
                     with self._records.lock:
@@ -320,7 +322,8 @@ class NoteStore:
         """The servable notes (valid, not expired) under `keys`, by key; absent keys are left out."""
         self._gate.check()
         owner = check_user_id(user_id)
-        ids = {self.note_id(owner, k): k for k in keys}
+        ids = {self.note_id(owner, k): k for k in check_items(keys, name="keys", what="a note key or a list of them",
+                                                              example="keys=['favourite-tea']")}
         if not ids:
             return {}
         now = utcnow()

@@ -77,9 +77,13 @@ class Recovery:
         upkeep.finish_interrupted_rebuilds(self._store)
         if self._local_history is not None:
             self._move_history_out_of_chroma(self._local_history)
+        no_trail = self._local_history is not None and self._local.persistent and self._local_history.is_empty()
         crashed = self._mark_open()
         if not crashed:
-            return self._sync.repair()
+            reindexed = self._sync.repair()
+            if no_trail and reindexed:
+                self._warn_lost_trail(reindexed)
+            return reindexed
         log.warning("namespace %r was not closed by the last process that opened it; checking it in full",
                     self._namespace)
         mended = self.repair()
@@ -88,8 +92,22 @@ class Recovery:
                             (self._namespace, _process_key))
         return mended
 
+    def _warn_lost_trail(self, reindexed: int) -> None:
+        """Every change writes an audit entry in the local database, so Chroma records with no
+        entry and no keyword row mean the file was deleted, emptied or replaced since they were
+        written. The keyword index is rebuilt; what else the file held is gone, and said so once,
+        on the open that finds it (the rebuild makes the next open find nothing to re-index)."""
+        log.warning(
+            "namespace %r: the local database %s held neither the keyword index nor the audit trail of the "
+            "%d record(s) Chroma holds: it was deleted, emptied or replaced since they were written. The "
+            "keyword index was rebuilt from Chroma; the audit trail of their earlier changes (history()) is "
+            "gone, and so are any statements remember_many() had accepted and not yet stored. A copy of the "
+            "old file, if one was kept, still holds them.", self._namespace, self._local.path, reindexed)
+
     def repair(self) -> int:
-        """Full checks: the keyword index against every record, and the vector index of every user."""
+        """Full checks: the local database's pages, the keyword index against every record, and the
+        vector index of every user."""
+        self._local.check_integrity()
         changed = self._sync.repair(full=True)
         for user_id in self._store.users():
             missing = upkeep.unreachable_ids(self._store, user_id, self._dimension())

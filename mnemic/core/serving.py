@@ -24,8 +24,8 @@ from .scopes import ROOT, is_within, normalise_scope
 from .store import ChromaStore
 from .validation import (
     check_categories,
-    check_choice,
     check_ids,
+    check_kinds,
     check_limit,
     check_min_score,
     check_text,
@@ -95,7 +95,7 @@ class RecordReader:
         limit = check_limit(limit)
         scopes = scopes_of(scope)
         cats = check_categories(categories)
-        kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or DEFAULT_RECALL_KINDS)]
+        kind_list = check_kinds(kinds) or list(DEFAULT_RECALL_KINDS)
         self._writer.drain()
         self._sync.maybe_sync(owner)
         now = utcnow()
@@ -156,7 +156,7 @@ class RecordReader:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
         scopes = scopes_of(scope)
-        kind_list = [check_choice(k, name="kinds", choices=KINDS) for k in (kinds or [])]
+        kind_list = check_kinds(kinds)
         self._writer.drain()
         users = [check_user_id(user_id)] if user_id is not None else self._store.users()
         now = utcnow()
@@ -187,6 +187,15 @@ class RecordReader:
         self._writer.drain()
         raw = self._records.history.for_record(record_id)
         if not raw:
+            if self.locate(record_id) is not None:
+                # Every write adds an entry: the trail that held this record's was lost.
+                raise KeyError(
+                    f"memory {record_id!r} exists in namespace {self._namespace!r} but has no audit trail: the "
+                    f"trail that held its entries was lost after the record was written (in an embedded store, "
+                    f"the local database lexical.sqlite3 was deleted, emptied or replaced; a warning was logged "
+                    f"when the store was opened). "
+                    f"What changed it before then is not known; get() still reads the record, and its changes "
+                    f"from now on are recorded.")
             raise KeyError(f"no memory with id {record_id!r} has any history in namespace {self._namespace!r}")
         current = self.locate(record_id)
         applied = applied_entries(raw, current.version if current is not None else None)

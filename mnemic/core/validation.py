@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .identity import InternalUserId, reserved_prefix
-from .records import as_utc
+from .records import KINDS, as_utc
 from .safety import SecretRefusedError, secret_fields
 
 MAX_TEXT_CHARS = 16_000
@@ -145,15 +145,43 @@ def check_user_id(user_id: Any) -> str:
     return cleaned
 
 
+def check_items(value: Any, *, name: str, what: str, example: str) -> list[Any]:
+    """A list argument as a list, whatever iterable held it. One string is one item: `kinds="fact"`
+    means the kind fact, not the letters f, a, c, t that iterating the string gives. A mapping is
+    refused, not iterated: that gives its keys (`remember_many({"user_id": ..., "text": ...})`
+    stored the words user_id and text as facts). So are bytes (iterating gives numbers) and
+    anything that is not iterable. `what` and `example` say what to pass instead."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        keys = ", ".join(repr(key)[:40] for key in list(value)[:4])
+        raise TypeError(f"{name} must be {what}, got a {type(value).__name__}{f' with keys {keys}' if keys else ''}: "
+                        f"a mapping is not a list (going through it gives its keys, not its values). "
+                        f"Pass a list, e.g. {example}")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}: decode it to text first "
+                        f"(value.decode('utf-8')), e.g. {example}")
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r:.60}; e.g. {example}")
+    return list(value)
+
+
+def check_kinds(kinds: Any) -> list[str]:
+    """The kinds a read narrows to ([] for none given); one name is one kind."""
+    if kinds is None:
+        return []
+    items = check_items(kinds, name="kinds", what=f"a kind ({', '.join(KINDS)}) or a list of them",
+                        example="kinds=['fact'] or kinds='fact'")
+    return [check_choice(kind, name="kinds", choices=KINDS) for kind in items]
+
+
 def check_categories(categories: Any) -> list[str]:
     if categories is None:
         return []
-    if isinstance(categories, str):
-        categories = [categories]
-    if not isinstance(categories, Iterable):
-        raise TypeError(f"categories must be a list of strings, got {type(categories).__name__}")
+    items = check_items(categories, name="categories", what="a category name or a list of them",
+                        example="categories=['food', 'travel']")
     cleaned: list[str] = []
-    for item in categories:
+    for item in items:
         if not isinstance(item, str):
             raise TypeError(f"categories must hold strings, got {type(item).__name__}")
         value = check_clean(item, name="a category").strip()
@@ -359,15 +387,14 @@ def check_older_than(value: Any) -> datetime | None:
     raise TypeError("older_than must be a datetime, a timedelta or a number of seconds")
 
 
-def _as_list(scope: Any) -> list[Any]:
-    return [scope] if isinstance(scope, str) else list(scope) if isinstance(scope, Iterable) else [scope]
+_SCOPE_WHAT = "a path such as '/project/atlas' or a list of paths"
 
 
 def scope_paths(scope: Any, *, name: str = "scope") -> list[str]:
     """One path or several as a list of strings (not yet normalised); a TypeError names the rest."""
-    paths = _as_list(scope)
+    paths = check_items(scope, name=name, what=_SCOPE_WHAT, example=f"{name}=['/project/atlas']")
     if not all(isinstance(path, str) for path in paths):
-        raise TypeError(f"{name} must be a path such as '/project/atlas' or a list of paths, got {scope!r}")
+        raise TypeError(f"{name} must be {_SCOPE_WHAT}, got {scope!r:.200}")
     return paths
 
 
@@ -375,19 +402,16 @@ def check_erasure_scope(scope: Any) -> None:
     """Refuse a scope that names nothing: read as the root it would erase every record in reach."""
     if scope is None:
         return
-    items = _as_list(scope)
+    items = check_items(scope, name="scope", what=_SCOPE_WHAT, example="scope='/project/atlas'")
     if not items or any(not isinstance(item, str) or not item.strip() for item in items):
         raise ValueError(f"scope={scope!r} names no scope: forget() would erase every record in reach. Pass "
                          "the scope to erase (a path such as '/project/atlas'; '/' for all of them)")
 
 
-def check_ids(ids: Any) -> list[str]:
-    if isinstance(ids, str):
-        ids = [ids]
-    if not isinstance(ids, Iterable):
-        raise TypeError("ids must be a list of record ids")
+def check_ids(ids: Any, *, name: str = "ids") -> list[str]:
+    items = check_items(ids, name=name, what="a record id or a list of record ids", example=f"{name}=[record.id]")
     cleaned = []
-    for item in ids:
+    for item in items:
         if not isinstance(item, str) or not item:
             raise TypeError(f"record ids are non-empty strings, got {item!r}")
         if len(item) > MAX_NAME_CHARS:

@@ -31,6 +31,7 @@ from pydantic import PrivateAttr
 
 from ...core.memory import Memory as MnemicMemory
 from ...core.records import one_line
+from ...core.validation import check_items
 
 log = logging.getLogger("mnemic.crewai")
 
@@ -74,7 +75,8 @@ class MnemicKnowledgeStorage(BaseKnowledgeStorage):
     def save(self, documents: list[str]) -> None:
         """Add CrewAI's chunks (re-adding text already stored adds nothing)."""
         store = self._mnemic.knowledge
-        for document in documents:
+        for document in check_items(documents, name="documents", what="a list of texts",
+                                    example="save(['Refunds take 5 days.'])"):
             if isinstance(document, str) and document.strip():
                 store.add(document, source=self.source, added_by="operator")
 
@@ -92,7 +94,8 @@ class MnemicKnowledgeStorage(BaseKnowledgeStorage):
         document line such as "Current Task: ..." would otherwise pose as a section of the prompt."""
         if not self._enabled():
             return []
-        queries = [query] if isinstance(query, str) else [q for q in query if isinstance(q, str) and q.strip()]
+        queries = [q for q in check_items(query, name="query", what="a list of query texts",
+                                          example="search(['refund policy'])") if isinstance(q, str) and q.strip()]
         best: dict[str, dict[str, Any]] = {}
         store = self._mnemic.knowledge
         for text in queries:

@@ -38,6 +38,7 @@ from pydantic import PrivateAttr
 from ...checkpoints.crewai_kickoffs import DEFAULT_KEEP_KICKOFFS
 from ...core.memory import Memory as MnemicMemory
 from ...core.scopes import ROOT, join_scope
+from ...core.validation import check_ids, check_items
 from ...core.writer import BackgroundWriteError
 from ...tools.core import CONTEXT_NOTE
 from . import context
@@ -348,7 +349,9 @@ class CrewMemory(Memory):
 
         With a lesson `source` ("hitl", from `@human_feedback(learn=True)`) they are stored as
         lessons of the flow method being reviewed, never as facts about the user."""
-        items = [c for c in (contents or []) if isinstance(c, str) and c.strip()]
+        given = check_items(contents, name="contents", what="a list of statements (strings)",
+                            example="remember_many(['Prefers tea.'])") if contents is not None else []
+        items = [c for c in given if isinstance(c, str) and c.strip()]
         if not items or self.writes_refused():
             return []
         user = self._require_user()
@@ -404,14 +407,14 @@ class CrewMemory(Memory):
         Allowed on a read-only memory, as CrewAI's own (read-only keeps what is stored unchanged;
         an erasure asked for explicitly must still erase)."""
         user = self._require_user()
-        ids = record_ids
+        ids = check_ids(record_ids, name="record_ids") if record_ids is not None else None
         if metadata_filter:
             wanted = clean_metadata(metadata_filter)
             matching = [r.id for r in self._mnemic.list(user_id=user, scope=self.scope_path(scope),
                                                         include_invalid=True, include_expired=True,
                                                         limit=100_000)
                         if all(r.metadata.get(k) == v for k, v in wanted.items())]
-            ids = [i for i in matching if record_ids is None or i in record_ids]
+            ids = [i for i in matching if ids is None or i in ids]
             if not ids:
                 return 0
         return self._mnemic.forget(user_id=user, scope=self.scope_path(scope), categories=categories,

@@ -125,6 +125,22 @@ def _check_json(value: Mapping[str, Any], namespace: tuple[str, ...], key: str) 
         ) from None
 
 
+def _check_namespace_shape(op: Op) -> None:
+    """A namespace given as one string ("memories") passes LangGraph's label checks as the tuple of
+    its letters: with `user_position=1` every user's items were filed under the user "e"."""
+    if isinstance(op, ListNamespacesOp):
+        given = [("a match condition's path", condition.path) for condition in op.match_conditions or ()]
+    else:
+        given = [("namespace_prefix" if isinstance(op, SearchOp) else "namespace",
+                  op.namespace_prefix if isinstance(op, SearchOp) else op.namespace)]
+    for name, value in given:
+        if isinstance(value, (str, Mapping)):
+            raise InvalidNamespaceError(
+                f"{name} must be a tuple of labels such as ('memories', user_id), got the {type(value).__name__} "
+                f"{value!r:.60}: going through it label by label would give {tuple(value)[:4]!r:.60}... Pass a "
+                f"tuple" + (f", e.g. ({value!r:.40},) for a namespace of one label" if isinstance(value, str) else ""))
+
+
 def _check_op_arguments(op: Op) -> None:
     """Arguments the operations would otherwise misread: a limit of "3" failed deep in Python's
     comparison, -1 answered with nothing, an index of 5 with "'int' object is not iterable"."""
@@ -262,6 +278,7 @@ class MnemicStore(BaseStore):
         """Run `ops` in order (a read after a write in the same batch sees it); results in order."""
         results: list[Result] = []
         for op in ops:
+            _check_namespace_shape(op)
             validate_op_namespace(op)
             _check_op_arguments(op)
             if isinstance(op, GetOp):
