@@ -182,3 +182,56 @@ def test_a_flow_without_a_crewmemory_loads_no_other_users_run_either(store: Memo
     with pytest.raises(FlowOwnerError):
         Notes().kickoff(inputs={"id": alices.state.id, "user_id": "bob"})
     assert "alice's private note" not in seen  # refused before any method ran on her state
+
+
+class CustomerState(BaseModel):
+    id: str = ""
+    customer: str = ""
+    draft: str = ""
+
+
+def test_a_flow_naming_its_user_under_another_key_loads_no_other_users_run(store: Memory, tmp_path: Path) -> None:
+    # With user_key="customer" the kickoff's inputs name the user under that key: the loader read
+    # only "user_id", found no user, and loaded whichever run the `id` named.
+    persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store, user_key="customer")
+    seen: list[str] = []
+
+    @persist(persistence)
+    class Notes(Flow[CustomerState]):
+        @start()
+        def write(self) -> str:
+            seen.append(self.state.draft)
+            self.state.draft = self.state.draft or f"{self.state.customer}'s private note"
+            return self.state.draft
+
+    alices = Notes()
+    alices.kickoff(inputs={"customer": "alice"})
+    assert _rows(tmp_path / "flows.db", "flow_states") == [(alices.state.id, "alice")]
+    with pytest.raises(FlowOwnerError):
+        Notes().kickoff(inputs={"id": alices.state.id, "customer": "bob"})
+    assert "alice's private note" not in seen
+
+
+class NumberedState(BaseModel):
+    id: str = ""
+    user_id: int = 0
+    draft: str = ""
+
+
+def test_a_flow_state_whose_user_is_a_number_is_owned_and_erased_with_them(store: Memory, tmp_path: Path) -> None:
+    # An app keying its users by number saved states owned by nobody: forget(user_id="42") left them.
+    persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store)
+
+    @persist(persistence)
+    class Notes(Flow[NumberedState]):
+        @start()
+        def write(self) -> str:
+            self.state.draft = f"user {self.state.user_id}'s private note"
+            return self.state.draft
+
+    first, second = Notes(), Notes()
+    first.kickoff(inputs={"user_id": 42})
+    second.kickoff(inputs={"user_id": 7})
+    assert _rows(tmp_path / "flows.db", "flow_states") == [(first.state.id, "42"), (second.state.id, "7")]
+    store.forget(user_id="42")
+    assert _rows(tmp_path / "flows.db", "flow_states") == [(second.state.id, "7")]

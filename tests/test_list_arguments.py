@@ -123,6 +123,20 @@ def test_a_langgraph_namespace_given_as_one_string_is_refused(memory: Memory) ->
     assert store.get(("memories", "alice"), "k") is not None
 
 
+def test_a_listing_condition_given_one_string_matches_that_label(memory: Memory) -> None:
+    # Only narrows a listing, and LangGraph's own store suite writes it so: one label, not refused.
+    pytest.importorskip("langgraph")
+    from langgraph.store.base import ListNamespacesOp, MatchCondition
+
+    from mnemic.integrations.langgraph import MnemicStore
+
+    store = MnemicStore(memory)
+    for namespace in (("docs", "public"), ("docs", "private")):
+        store.put(namespace, "k", {"text": "A note."})
+    (found,) = store.batch([ListNamespacesOp(match_conditions=(MatchCondition("suffix", "public"),))])
+    assert found == [("docs", "public")]
+
+
 def test_crewai_memory_takes_one_statement_and_refuses_a_dict(memory: Memory) -> None:
     pytest.importorskip("crewai")
     from mnemic.integrations.crewai import CrewMemory

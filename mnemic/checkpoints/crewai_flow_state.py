@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from ..core.durable import connect_sqlite, transaction
 from ..core.retention import RetainedPlace
-from .owners import current_owner, retain_once
+from .owners import current_owner, retain_once, user_named
 
 if TYPE_CHECKING:
     from crewai.flow.async_feedback.types import PendingFeedbackContext
@@ -132,15 +132,12 @@ class FlowStatePersistence(FlowPersistence):
                 connection.execute("ALTER TABLE pending_feedback ADD COLUMN user_id TEXT")
 
     def _owner_of(self, state: dict[str, Any]) -> str | None:
-        owner = current_owner()
+        owner = current_owner(self.user_key)
         memory = self._memory if self._memory is not None else (owner.memory if owner else None)
         if memory is not None:
             retain_once(memory, self._place())  # before the first row of a user is written
         user = owner.user_id if owner is not None else None
-        if user is None:
-            value = state.get(self.user_key)
-            user = value.strip() if isinstance(value, str) and value.strip() else None
-        return user
+        return user if user is not None else user_named(state.get(self.user_key))
 
     @staticmethod
     def _refuse_another_users(connection: sqlite3.Connection, table: str, flow_uuid: str, user: str | None) -> None:
@@ -155,9 +152,8 @@ class FlowStatePersistence(FlowPersistence):
                 f"flow run {flow_uuid} holds another user's state; a kickoff for {user!r} cannot load or "
                 "continue it. Kick off without an `id` to start a new flow run for this user")
 
-    @staticmethod
-    def _running_user() -> str | None:
-        owner = current_owner()
+    def _running_user(self) -> str | None:
+        owner = current_owner(self.user_key)
         return owner.user_id if owner is not None else None
 
     def _insert_state(self, connection: sqlite3.Connection, flow_uuid: str, method_name: str, state_json: str,

@@ -40,7 +40,8 @@ class Owner:
     user_key: str = "user_id"
 
 
-OwnerResolver = Callable[[], "Owner | None"]
+# Given the input key that names a user when no CrewMemory says who (a flow's `user_key`).
+OwnerResolver = Callable[[str], "Owner | None"]
 _resolver: OwnerResolver | None = None
 _registered: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 _registered_lock = threading.Lock()
@@ -53,8 +54,9 @@ def set_owner_resolver(resolver: OwnerResolver | None) -> None:
     _resolver = resolver
 
 
-def current_owner() -> Owner | None:
-    """The owner of the state being saved right now, or None when no integration can tell."""
+def current_owner(user_key: str = "user_id") -> Owner | None:
+    """The owner of the state being saved right now, or None when no integration can tell;
+    `user_key` is the kickoff input that names the user when no CrewMemory says who."""
     global _warned_unowned
     if _resolver is None:
         if not _warned_unowned:
@@ -62,7 +64,17 @@ def current_owner() -> Owner | None:
             log.warning("mnemic checkpoints are being written with no owner, so forget(user_id=...) cannot "
                         "erase them: use the providers through mnemic.integrations.crewai")
         return None
-    return _resolver()
+    return _resolver(user_key)
+
+
+def user_named(value: Any) -> str | None:
+    """The user a state field or kickoff input names: a non-blank string, or a whole number (an
+    app that keys its users by number; `forget(user_id="42")` must reach them)."""
+    if isinstance(value, str):
+        return value.strip() or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def retain_once(memory: Any, place: RetainedPlace) -> None:

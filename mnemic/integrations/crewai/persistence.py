@@ -39,7 +39,7 @@ from ...checkpoints import crewai_db
 from ...checkpoints.crewai_json import JsonCheckpointProvider
 from ...checkpoints.crewai_kickoffs import KickoffOutputs
 from ...checkpoints.crewai_sqlite import SqliteCheckpointProvider
-from ...checkpoints.owners import Owner, set_owner_resolver, stamped_user, tail_of
+from ...checkpoints.owners import Owner, set_owner_resolver, stamped_user, tail_of, user_named
 from . import context, resumption
 from .memory import CrewMemory
 
@@ -78,11 +78,11 @@ def crew_memory_of(owner: Any) -> CrewMemory | None:
     return None
 
 
-def resolve_owner() -> Owner | None:
+def resolve_owner(user_key: str = "user_id") -> Owner | None:
     """Whose state is being saved now: the user of the innermost kickoff that uses a CrewMemory;
-    with none, the `user_id` the innermost kickoff's inputs name (a flow persisted with
-    `FlowStatePersistence(memory=...)` need not use a CrewMemory itself, and must not load another
-    user's state for want of one)."""
+    with none, the user the innermost kickoff's inputs name under `user_key` (a flow persisted
+    with `FlowStatePersistence(memory=...)` need not use a CrewMemory itself, and must not load
+    another user's state for want of one, whatever key its state names the user by)."""
     kickoffs = context.kickoffs()
     for kick in reversed(kickoffs):
         memory = crew_memory_of(kick.owner)
@@ -93,10 +93,8 @@ def resolve_owner() -> Owner | None:
         except (TypeError, ValueError):
             user = None
         return Owner(user_id=user, memory=memory.mnemic, user_key=memory.user_key)
-    named = kickoffs[-1].inputs.get("user_id") if kickoffs else None
-    if isinstance(named, str) and named.strip():
-        return Owner(user_id=named.strip())
-    return None
+    named = user_named(kickoffs[-1].inputs.get(user_key)) if kickoffs else None
+    return Owner(user_id=named) if named is not None else None
 
 
 # -- failures, reported on the crew's result -------------------------------------------------------

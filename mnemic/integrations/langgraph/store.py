@@ -129,7 +129,10 @@ def _check_namespace_shape(op: Op) -> None:
     """A namespace given as one string ("memories") passes LangGraph's label checks as the tuple of
     its letters: with `user_position=1` every user's items were filed under the user "e"."""
     if isinstance(op, ListNamespacesOp):
-        given = [("a match condition's path", condition.path) for condition in op.match_conditions or ()]
+        # A condition's path given as one string is read as one label (store_filters): it only
+        # narrows a listing, where a namespace decides whose an item is.
+        given = [("a match condition's path", condition.path) for condition in op.match_conditions or ()
+                 if not isinstance(condition.path, str)]
     else:
         given = [("namespace_prefix" if isinstance(op, SearchOp) else "namespace",
                   op.namespace_prefix if isinstance(op, SearchOp) else op.namespace)]

@@ -82,8 +82,9 @@ def _apply(actual: Any, operator: str, value: Any) -> bool:
 
 
 def matches_namespace(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
-    """Whether a namespace meets a list_namespaces prefix/suffix condition ("*" is one label)."""
-    path = tuple(condition.path)
+    """Whether a namespace meets a list_namespaces prefix/suffix condition ("*" is one label; a
+    path given as one string is one label, as LangGraph's own store suite writes it)."""
+    path = (condition.path,) if isinstance(condition.path, str) else tuple(condition.path)
     if len(namespace) < len(path):
         return False
     pairs = zip(namespace, path, strict=False) if condition.match_type == "prefix" else \
