@@ -82,7 +82,7 @@ def providers(memory: Any) -> dict[str, Any]:
     from mnemic.checkpoints.crewai_sqlite import SqliteCheckpointProvider
     from mnemic.checkpoints.owners import Owner, set_owner_resolver
 
-    set_owner_resolver(lambda: Owner(user_id="alice", memory=memory))
+    set_owner_resolver(lambda user_key: Owner(user_id="alice", memory=memory))
     return {
         "durable write": (DurableWrite(), "json"),
         "crewai JsonProvider": (JsonProvider(), "json"),

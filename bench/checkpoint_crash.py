@@ -124,7 +124,7 @@ def trial(name: str, provider: Any, workdir: Path, number: int, size_kb: int, rn
 def run(providers: list[str], trials: int, size_kb: int, seed: int, max_delay_s: float) -> dict[str, Any]:
     from mnemic.checkpoints.owners import set_owner_resolver
 
-    set_owner_resolver(lambda: None)  # no user here: what is measured is the write itself
+    set_owner_resolver(lambda user_key: None)  # no user here: what is measured is the write itself
     rng = random.Random(seed)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mnemic-crash-") as work:
