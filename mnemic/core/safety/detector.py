@@ -20,16 +20,12 @@ def find_secrets(text: str) -> list[SecretHit]:
     if not text or len(text) < 3:
         return []
     hits = _rule_hits(text)
-    hits.extend(disguise.find(text, _longest_word(text), _rule_hits, _token_hits))
+    hits.extend(disguise.find(text, _longest_word(text), _rule_hits))
     return merge(hits)
 
 
 def _longest_word(text: str) -> int:
     return max(map(len, text.split()), default=0)
-
-
-def _token_hits(text: str) -> list[SecretHit]:
-    return list(vendors.find(text, text.lower(), _longest_word(text)))
 
 
 def _rule_hits(text: str) -> list[SecretHit]:
