@@ -49,6 +49,7 @@ _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 # unicodedata has no Default_Ignorable_Code_Point property; the categories and this set cover it.
 _INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me", "Cn"})
 _BLANK = frozenset("\u115f\u1160\u17b4\u17b5\u180e\u2800\u3164\uffa0")
+_BLANK_IN = re.compile("[" + "".join(sorted(_BLANK)) + "]")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")
 _HAS_LOOK_ALIKE = re.compile("[" + "".join(map(chr, _LOOK_ALIKES)) + "]")
@@ -73,11 +74,18 @@ def folded(text: str) -> tuple[str, list[int]]:
     for run in _NON_ASCII.finditer(text):
         parts.append(text[cursor:run.start()])
         origin.extend(range(cursor, run.start()))
+        cursor = run.end()
+        letters = run.group()
+        if letters.isalpha() and unicodedata.is_normalized("NFKC", letters) and not _BLANK_IN.search(letters):
+            # A word of another script as it is (letters only: no mark, format character or digit),
+            # checked at C speed: most non-ASCII text is this, and looking at each character is not free.
+            parts.append(letters)
+            origin.extend(range(run.start(), run.end()))
+            continue
         for index in range(run.start(), run.end()):
             form = _folded_char(text[index])
             parts.append(form)
             origin.extend([index] * len(form))
-        cursor = run.end()
     parts.append(text[cursor:])
     origin.extend(range(cursor, len(text)))
     plain = "".join(parts)
