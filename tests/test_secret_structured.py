@@ -3,7 +3,8 @@
 Found by an attack, each stored before: a Kubernetes-style entry `{"name": "DB_PASSWORD", "value": X}`
 (the sibling says what the value is), a value under an ancestor key naming a secret
 (`{"secret": {"value": X}}`), and the same entry flattened from a JSON knowledge file
-("env[1].name: DB_PASSWORD" / "env[1].value: X") or written out as YAML or JSON text. The screen now
+("env[1].name: DB_PASSWORD" / "env[1].value: X") or written out as YAML or JSON text (alone or
+inside a message). The screen now
 reads a value under the name its entry holds and under its nearest ancestor naming a credential;
 entries and ancestors that name no credential, or a key between that says what the value describes
 (`{"secrets": {"region": ...}}`), stay storable.
@@ -130,8 +131,12 @@ def test_a_json_knowledge_file_skips_the_entry_holding_a_password(mem: Memory, t
     assert mem.knowledge.add_file(plain).refused == []
 
 
-@pytest.mark.parametrize("text", [K8S_YAML, json.dumps(NAMED_BY_STRUCTURE[0][1]), json.dumps(NAMED_BY_STRUCTURE[4][1]),
-                                  "env[1].name: DB_PASSWORD\nenv[1].value: Zx9!kube-db-pass"])
+AS_TEXT = [K8S_YAML, "env[1].name: DB_PASSWORD\nenv[1].value: Zx9!kube-db-pass",
+           *(json.dumps(value) for _, value, _ in NAMED_BY_STRUCTURE),
+           f"Here is the config, keep it: {json.dumps(NAMED_BY_STRUCTURE[1][1], indent=2)} thanks"]
+
+
+@pytest.mark.parametrize("text", AS_TEXT)
 def test_an_entry_written_as_text_is_refused(mem: Memory, text: str) -> None:
     assert mem.remember(text, user_id="alice") is None
     hits = [text[h.start:h.end] for h in find_secrets(text)]
@@ -139,7 +144,8 @@ def test_an_entry_written_as_text_is_refused(mem: Memory, text: str) -> None:
     assert "db.internal" not in hits and "web-1" not in hits  # the sibling entries are no secrets
 
 
-@pytest.mark.parametrize("text", [ORDINARY_YAML, json.dumps(ORDINARY[0]), json.dumps(ORDINARY[2])])
+@pytest.mark.parametrize("text", [ORDINARY_YAML, *(json.dumps(value) for value in ORDINARY),
+                                  f"The config is {json.dumps(ORDINARY[1])}, see the runbook."])
 def test_an_entry_naming_no_credential_written_as_text_is_kept(mem: Memory, text: str) -> None:
     assert find_secrets(text) == [], [text[h.start:h.end] for h in find_secrets(text)]
     assert mem.remember(text, user_id="alice") is not None

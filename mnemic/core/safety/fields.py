@@ -19,7 +19,8 @@ from typing import Any
 
 from .detector import REDACTED, find_secrets, redact
 from .hits import SecretHit, merge
-from .names import Strength, name_strength, pair_name, pair_slot
+from .names import Strength, name_strength
+from .structure import entry_name, names_of
 
 
 class SecretRefusedError(ValueError):
@@ -39,16 +40,16 @@ class SecretRefusedError(ValueError):
 def _lines(value: Any, names: tuple[str, ...] = (), parent: str | None = None, *,
            identifier: bool = False) -> Iterator[tuple[str, bool]]:
     """The texts a value shows a reader: each string, each key, and "name: value" for each name the
-    value is read under (see `_names_of`); each with whether it is an id (one word under a key that
+    value is read under (see `structure.names_of`); each with whether it is an id (one word under a key that
     names an id, or in an identifier field)."""
     if value is None:
         return
     if isinstance(value, Mapping):
-        entry = _entry_name(value)
+        entry = entry_name(value)
         for inner_key, inner in value.items():
             name = str(inner_key)
             yield name, True
-            inner_names, below = _names_of(name, parent, entry)
+            inner_names, below = names_of(name, parent, entry)
             yield from _lines(inner, inner_names, below, identifier=identifier or _names_an_id(name))
         return
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -62,37 +63,6 @@ def _lines(value: Any, names: tuple[str, ...] = (), parent: str | None = None, *
     yield text, is_id
     for name in names:
         yield f"{name}: {text}", is_id
-
-
-def _entry_name(mapping: Mapping[Any, Any]) -> str | None:
-    """The credential a name/value entry names (`{"name": "DB_PASSWORD", "value": ...}`), if any."""
-    for key, inner in mapping.items():
-        if isinstance(key, str) and isinstance(inner, str) and pair_slot(key) == "name":
-            found = pair_name(inner)
-            if found is not None:
-                return found
-    return None
-
-
-def _names_of(key: str, parent: str | None, entry: str | None) -> tuple[tuple[str, ...], str | None]:
-    """The names a value under `key` is read under, and the credential name its children inherit.
-    `parent` is the nearest ancestor key naming a credential, `entry` the name its entry holds."""
-    names = [key]
-    if entry is not None and pair_slot(key) == "value":
-        names.append(entry)
-    own = name_strength(key) is not Strength.NONE
-    below = _as_name(key) if own else None
-    if not own and parent is not None:
-        joined = f"{parent}.{_as_name(key)}"
-        if name_strength(joined) is not Strength.NONE:  # "secret.value", not "secret.region"
-            names.append(joined)
-            below = parent
-    return tuple(names), below
-
-
-def _as_name(key: str) -> str:
-    """`key` as one name the assignment rules read ("DB Password" -> "DB_Password")."""
-    return re.sub(r"[^\w.\-]+", "_", key).strip("_")[-60:] or "_"
 
 
 _ID_WORDS = frozenset({"id", "ids", "uid", "uuid", "guid", "ref", "reference", "slug", "handle", "number", "no",
@@ -143,7 +113,7 @@ def _redacted(value: Any, names: tuple[str, ...], parent: str | None, identifier
               verbatim: Collection[str] = ()) -> Any:
     if isinstance(value, Mapping):
         kept: dict[Any, Any] = {}
-        entry = _entry_name(value)
+        entry = entry_name(value)
         for inner_key, inner in value.items():
             if inner_key in verbatim:
                 kept[inner_key] = inner
@@ -159,7 +129,7 @@ def _redacted(value: Any, names: tuple[str, ...], parent: str | None, identifier
                     while new_key in kept or new_key in value:  # two redacted keys must not collide
                         count += 1
                         new_key = f"{base} ({count})"
-            inner_names, below = _names_of(name, parent, entry)
+            inner_names, below = names_of(name, parent, entry)
             kept[new_key] = _redacted(inner, inner_names, below, identifier or _names_an_id(name), kinds)
         return kept
     if isinstance(value, (list, tuple, set, frozenset)):
