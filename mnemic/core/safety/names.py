@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from functools import lru_cache
 
 
 class Strength(Enum):
@@ -66,6 +67,8 @@ _ARTICLES = frozenset({"the", "a", "an", "my", "your", "our", "his", "her", "the
 _NOT_SECRET_FIRST = frozenset({"public", "publishable", "pub", "max", "num", "min", "total"})
 
 
+# Field names repeat (every record of a list, every line of a config): each is judged once.
+@lru_cache(maxsize=4096)
 def name_strength(name: str) -> Strength:
     """How strongly `name` says its value is a credential."""
     words = [w.lower() for w in _WORDS.findall(name)]
@@ -100,6 +103,7 @@ _VALUE_SLOTS = frozenset({"value", "val", "parametervalue", "fieldvalue", "heade
 _IDENTIFIER = re.compile(r"[A-Za-z_$/][\w.\-/:$]{0,80}")
 
 
+@lru_cache(maxsize=4096)
 def pair_slot(key: str) -> str | None:
     """ "name" when `key` is the name half of a name/value entry, "value" for the value half."""
     last = key.strip("\"' ").rsplit(".", 1)[-1].lower().replace("_", "").replace("-", "")
