@@ -528,6 +528,20 @@ PHRASED += [
 "my Gmail login is Xk9#mP2vL",
 "my phone unlocks with 4821",
 "my laptop unlocks with correct horse battery staple",
+# Disguised so that the rules do not read them as written (found by an attack: each was stored).
+"DB ｐａｓｓｗｏｒｄ＝Fw7Secret!",
+"my p\u0430ssword is Cy9Secret!",
+"passw\u03bfrd=Gr7Secret!",
+"my 𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝 is Mb6Secret!",
+"my pass\u3164word is Hf5Secret!",
+"My SSN is ０７８-０５-１１２０",
+"My Visa card number is ４１１１ １１１１ １１１１ １１１１",
+"My Visa card number is 4111\t1111\t1111\t1111",
+"We deploy with ghp_aB3dE5fG\u2800hJ9kL1mN2pQ4\u2800S6tU8vW0xY3zA5 on Fridays",
+# A credential named by its entry or an ancestor, not its own key.
+"env:\n  - name: DB_PASSWORD\n    value: Zx9!kube-db-pass",
+'{"secret": {"value": "Qw3rty!vault77"}}',
+'[{"Key": "Name", "Value": "web-1"}, {"Key": "api_token", "Value": "Xk9mP2vLqqR7"}]',
 ]
 
 SECRETS = build_secrets() + [("phrased", text) for text in PHRASED]
@@ -794,4 +808,12 @@ LOOK_ALIKES += [
 "My phone unlocks with Face ID.",
 "The login is at the top right of the page.",
 "My laptop opens with a fingerprint scan.",
+# Text that folding (full-width, other scripts, emoji with a variation selector) or name/value
+# entries must leave alone.
+"PINは4桁です。",
+"密码是6位数字。",
+"We met at the café ☕️ and talked about the trip ✈️.",
+"Η ΡΟΗ του νερού είναι καλή.",
+"env:\n  - name: DB_USER\n    value: admin\n  - name: DB_HOST\n    value: db.internal",
+'{"secrets": {"region": "us-east-1", "owner": "platform-team"}}',
 ]

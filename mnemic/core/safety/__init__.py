@@ -8,6 +8,8 @@ One module per job:
 - `identity`: cards, IBANs and national ids, checked by checksum;
 - `wallets`: seed phrases (BIP-39) and wallet private keys;
 - `entropy`: long random tokens no other rule names;
+- `disguise`: the same rules on the text folded (full-width, look-alikes, blank characters) or decoded;
+- `structure`: what names a value in structured data beyond its own key (its entry, an ancestor);
 - `names` and `values`: what makes a field name a credential's name, and a value a real one;
 - `fields`: screening every free-text field of a write, not just its text, and redacting structured data;
 - `sensitive`: the sensitive categories a policy may exclude.

@@ -1,5 +1,6 @@
 """Credentials written as data: `NAME=value` (.env, shell, INI, query strings), `name: value`
 (YAML, headers, "pw: hunter2"), `"name": "value"` (JSON), `name => value`, `--password value`,
+a name/value entry (`- name: DB_PASSWORD` / `value: X`, `{"Key": "api_key", "Value": "X"}`),
 `<password>value</password>`, `Authorization: Bearer ...`, `curl -u user:pass`, and URLs that carry
 a password (`redis://:pw@host`, `amqp://u:p@host`) or a token as their user part.
 
@@ -14,13 +15,13 @@ import re
 from collections.abc import Iterator
 
 from .hits import SecretHit
-from .names import Strength, name_strength
+from .names import Strength, name_strength, pair_name, pair_slot
 from .values import QUOTES, describes_rather_than_gives, is_placeholder, looks_like_password, looks_like_token
 
 # A name, an optional closing quote/bracket, then the operator. The name may be two words
 # ("Secret Key: ...", "wifi password = ...").
 _ASSIGNMENT = re.compile(
-    r"(?P<name>(?:[A-Za-z][A-Za-z0-9]*[ \t](?=[A-Za-z]))?[A-Za-z_$][A-Za-z0-9_.\-]{0,80})"
+    r"(?P<name>(?:[A-Za-z][A-Za-z0-9]*[ \t](?=[A-Za-z]))?[A-Za-z_$](?:[A-Za-z0-9_.\-]|\[\d{1,6}\]){0,80})"
     r"(?P<close>[\"'\]]{0,2})[ \t]*(?P<op>:=|=>|->|==|=|:(?!//)|：)[ \t]*"
 )
 _FLAG = re.compile(r"(?<![\w\-])--?(?P<name>[A-Za-z][A-Za-z0-9_\-]{1,40})(?:=|[ \t]+)(?=[^\s\-])")
@@ -124,8 +125,11 @@ def _is_pin_like(name: str) -> bool:
 
 
 def _assignment_hits(text: str) -> Iterator[SecretHit]:
+    entries = _EntryHalves() if "val" in text or "Val" in text or "VAL" in text else None
     for match in _ASSIGNMENT.finditer(text):
         name = match.group("name")
+        if entries is not None and (slot := pair_slot(name)) is not None:
+            entries.add(text, match, slot)
         strength = name_strength(name)
         if strength is Strength.NONE:
             # "Secret Key" may have been read as "Key" alone after a miss on its first word.
@@ -134,6 +138,8 @@ def _assignment_hits(text: str) -> Iterator[SecretHit]:
         if read is None:
             continue
         value, start, end = read
+        if pair_slot(name) == "name" and pair_name(value) is not None:
+            continue  # `"Key": "db_password"`: the name of what its entry holds, not a credential
         if match.group("op") == "=" and start > match.end("op") and value.isalpha() and value.islower() \
                 and text[end:end + 1] == " ":
             continue  # "Set OPENAI_API_KEY= before running": a sentence goes on, no value was given
@@ -148,6 +154,47 @@ def _assignment_hits(text: str) -> Iterator[SecretHit]:
             end = pair.end()  # "creds: postgres / Pr0d-Db-2024": the pair is the credential
         if _credential_value(value, text[end:end + 24], strength, name):
             yield SecretHit(_kind_for(name), start, end)
+    if entries is not None:
+        yield from entries.hits(text)
+
+
+# What separates two entries, so that the name of one never names the value of the next: a brace or
+# bracket (JSON), a new YAML list item, a blank line.
+_ENTRY_BOUNDARY = re.compile(r"[{}\[\]]|\n[ \t]*-[ \t]|\n[ \t]*\n")
+
+
+class _EntryHalves:
+    """The halves of name/value entries written out (Kubernetes' `- name: DB_PASSWORD` then
+    `value: X` in YAML, `{"name": "DB_PASSWORD", "value": "X"}` in JSON, `env[1].name: DB_PASSWORD`
+    then `env[1].value: X` in flattened JSON): a value is read under the name its entry holds when
+    the two sit in one entry (same path, nothing between them that closes an entry), in either order."""
+
+    def __init__(self) -> None:
+        self.names: list[tuple[int, int, str, str]] = []  # where the entry starts, ends, its path, the name
+        self.values: list[tuple[int, int, str, tuple[str, int, int]]] = []
+
+    def add(self, text: str, match: re.Match[str], slot: str) -> None:
+        read = _read_value(text, match.end())
+        if read is None:
+            return
+        written = match.group("name")
+        path = written[:len(written) - len(written.rsplit(".", 1)[-1])].strip()
+        if slot == "value":
+            self.values.append((match.start(), read[2], path, read))
+        elif (name := pair_name(read[0])) is not None:
+            self.names.append((match.start(), read[2], path, name))
+
+    def hits(self, text: str) -> Iterator[SecretHit]:
+        for start, end, path, (value, value_start, value_end) in self.values:
+            for name_start, name_end, name_path, name in self.names:
+                if name_path != path:
+                    continue
+                gap = text[name_end:start] if name_end <= start else text[end:name_start] if end <= name_start else None
+                if gap is None or len(gap) > 120 or gap.count("\n") > 2 or _ENTRY_BOUNDARY.search(gap):
+                    continue
+                if _credential_value(value, text[value_end:value_end + 24], name_strength(name), name):
+                    yield SecretHit(_kind_for(name), value_start, value_end)
+                break
 
 
 def _flag_hits(text: str) -> Iterator[SecretHit]:

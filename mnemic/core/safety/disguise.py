@@ -1,15 +1,16 @@
-"""Secrets written so that the rules do not read them: in full-width forms ("ｇｈｐ_…"), with
-look-alike letters from another script ("ghр_…" with a Cyrillic "р"), with invisible characters
-inside ("pass\u200bword", a zero-width space), or encoded (base64, hex, URL percent-escapes).
+"""Secrets written so that the rules do not read them: in full-width forms ("ｐａｓｓｗｏｒｄ＝…"),
+mathematical letters ("𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝"), other scripts' digits ("４１１１ …", "٤١١١ …"), look-alike letters from
+another script ("pаssword", "ghр_…" with a Cyrillic "а" or "р"), with invisible or blank-rendering
+characters inside ("pass\u200bword", "pass\u3164word"), or encoded (base64, hex, URL percent-escapes).
 
-Each disguise is undone on a copy of the text and rules run on it again, with hits mapped back to
-the original. Invisible characters (format characters, combining marks) are dropped and every rule
-runs. Full-width forms are folded and look-alikes mapped one character for one (look-alikes only
-inside a word that also holds ASCII letters or digits: a word in one script is just Cyrillic or
-Greek), and only the token shapes run on that copy: the prose rules would read folded Japanese
-("ＰＩＮは４桁です", "the PIN is four digits") as a PIN given. A base64 or hex run counts when it
-decodes to text that holds a secret (the whole run is the hit: a digest decodes to bytes, not text);
-percent-escapes are undone on the whole text, and each escaped word is a hit when the result holds one.
+The text is folded once (`folded`): each character replaced by its compatibility form (NFKC), digits
+of any script by ASCII ones, invisible and blank characters dropped, look-alikes mapped inside a word
+that also holds ASCII letters or digits or is made of look-alikes only (a word in one script is just
+Cyrillic or Greek). Every rule runs on that copy, and each hit is mapped back to the span of the
+original text it came from, so redaction removes the disguised characters too. A base64 or hex run
+counts when it decodes to text that holds a secret (the whole run is the hit: a digest decodes to
+bytes, not text); percent-escapes are undone on the whole text, and each escaped word is a hit when
+the result holds one.
 """
 
 from __future__ import annotations
@@ -41,27 +42,66 @@ _HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
-def _fold(char: str) -> str:
-    folded = unicodedata.normalize("NFKC", char)
-    return folded if len(folded) == 1 else char
+# Characters that show nothing: format characters (zero-width space and joiners, bidi marks, tag
+# characters), combining marks, unassigned code points, and the letters and symbols that render
+# blank although Unicode calls them letters: the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0,
+# which NFKC turns into U+1160), the Braille blank (U+2800) and the Khmer inherent vowels. Python's
+# unicodedata has no Default_Ignorable_Code_Point property; the categories and this set cover it.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me", "Cn"})
+_BLANK = frozenset("\u115f\u1160\u17b4\u17b5\u180e\u2800\u3164\uffa0")
+_BLANK_IN = re.compile("[" + "".join(sorted(_BLANK)) + "]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+_HAS_LOOK_ALIKE = re.compile("[" + "".join(map(chr, _LOOK_ALIKES)) + "]")
 
 
-def undisguised(text: str) -> str:
-    """`text` with full-width forms folded and look-alike letters mapped, one character for one."""
-    if unicodedata.is_normalized("NFKC", text):
-        folded = text
-    else:
-        folded = "".join(_fold(char) if not char.isascii() else char for char in text)
+def _folded_char(char: str) -> str:
+    """What `char` reads as: "" when it shows nothing, its NFKC form, ASCII for any decimal digit."""
+    if char in _BLANK or unicodedata.category(char) in _INVISIBLE_CATEGORIES:
+        return ""
+    form = unicodedata.normalize("NFKC", char)
+    if form.isascii():
+        return form
+    return "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() else "" if ch in _BLANK else ch for ch in form)
+
+
+def folded(text: str) -> tuple[str, list[int]]:
+    """`text` with every disguise above undone, and for each of its characters the index of the
+    character of `text` it comes from (a hit at [s, e) on the copy covers [origin[s], origin[e-1]+1))."""
     parts: list[str] = []
+    origin: list[int] = []
     cursor = 0
-    for word in _WORD.finditer(folded):
-        value = word.group()
-        if not value.isascii() and _ASCII_ALNUM.search(value):
-            parts.append(folded[cursor:word.start()])
-            parts.append(value.translate(_LOOK_ALIKES))
-            cursor = word.end()
-    parts.append(folded[cursor:])
-    return "".join(parts)
+    for run in _NON_ASCII.finditer(text):
+        parts.append(text[cursor:run.start()])
+        origin.extend(range(cursor, run.start()))
+        cursor = run.end()
+        letters = run.group()
+        if letters.isalpha() and unicodedata.is_normalized("NFKC", letters) and not _BLANK_IN.search(letters):
+            # A word of another script as it is (letters only: no mark, format character or digit),
+            # checked at C speed: most non-ASCII text is this, and looking at each character is not free.
+            parts.append(letters)
+            origin.extend(range(run.start(), run.end()))
+            continue
+        for index in range(run.start(), run.end()):
+            form = _folded_char(text[index])
+            parts.append(form)
+            origin.extend([index] * len(form))
+    parts.append(text[cursor:])
+    origin.extend(range(cursor, len(text)))
+    plain = "".join(parts)
+    if _HAS_LOOK_ALIKE.search(plain):
+        plain = _ALNUM_RUN.sub(_latin_if_disguised, plain)
+    return plain, origin
+
+
+def _latin_if_disguised(word: re.Match[str]) -> str:
+    """A word with look-alikes in Latin letters when it mixes them with ASCII ("pаssword") or is
+    made of them only ("ΡΙΝ"): a word in one script that has other letters stays as written."""
+    value = word.group()
+    if value.isascii():
+        return value
+    mapped = value.translate(_LOOK_ALIKES)
+    return mapped if mapped.isascii() or _ASCII_ALNUM.search(value) else value
 
 
 def _decoded(run: str) -> str | None:
@@ -80,21 +120,13 @@ def _decoded(run: str) -> str | None:
     return raw.decode("ascii", errors="replace") if printable >= 0.9 * len(raw) else None
 
 
-_INVISIBLE = frozenset({"Cf", "Mn"})
-
-
-def find(text: str, longest: int, rules: Callable[[str], list[SecretHit]],
-         tokens: Callable[[str], list[SecretHit]]) -> Iterator[SecretHit]:
-    """Secrets found once each disguise is undone (`rules` runs every family on a text, `tokens`
-    the token shapes only)."""
+def find(text: str, longest: int, rules: Callable[[str], list[SecretHit]]) -> Iterator[SecretHit]:
+    """Secrets found once each disguise is undone (`rules` runs every family of rules on a text)."""
     if not text.isascii():
-        kept = [i for i, char in enumerate(text) if unicodedata.category(char) not in _INVISIBLE]
-        if len(kept) < len(text):
-            for hit in rules("".join(text[i] for i in kept)):
-                yield SecretHit(hit.kind, kept[hit.start], kept[hit.end - 1] + 1)
-        plain = undisguised(text)
+        plain, origin = folded(text)
         if plain != text:
-            yield from tokens(plain)
+            for hit in rules(plain):
+                yield SecretHit(hit.kind, origin[hit.start], origin[hit.end - 1] + 1)
     if longest >= MIN_BASE64:
         for run in _BASE64_RUN.finditer(text):
             decoded = _decoded(run.group())

@@ -3,7 +3,10 @@ source, session id, categories, scope, note data. A secret in any of them is sto
 as surely as one in the text.
 
 Structured values are read the way a person reads them: `{"password": "hunter2"}` is screened as
-"password: hunter2", since the key is what says the value is a credential. `secret_fields` names
+"password: hunter2", since the key is what says the value is a credential. So is a value whose
+ancestor key says so (`{"secret": {"value": X}}` reads as "secret.value: X", unless a key between
+says what the value describes: `{"secret": {"region": ...}}`), and the value of a name/value entry
+under the name it holds (`{"name": "DB_PASSWORD", "value": X}` reads as "DB_PASSWORD: X"). `secret_fields` names
 the fields holding one (for writes that refuse); `redact_data` returns the data with each secret
 replaced (for records that must be kept, such as a run's inputs and outputs).
 """
@@ -17,6 +20,7 @@ from typing import Any
 from .detector import REDACTED, find_secrets, redact
 from .hits import SecretHit, merge
 from .names import Strength, name_strength
+from .structure import entry_name, names_of
 
 
 class SecretRefusedError(ValueError):
@@ -33,28 +37,32 @@ class SecretRefusedError(ValueError):
         )
 
 
-def _lines(value: Any, key: str | None = None, *, identifier: bool = False) -> Iterator[tuple[str, bool]]:
-    """The texts a value shows a reader: each string, each key, and "key: value" pairs; each with
-    whether it is an id (one word under a key that names an id, or in an identifier field)."""
+def _lines(value: Any, names: tuple[str, ...] = (), parent: str | None = None, *,
+           identifier: bool = False) -> Iterator[tuple[str, bool]]:
+    """The texts a value shows a reader: each string, each key, and "name: value" for each name the
+    value is read under (see `structure.names_of`); each with whether it is an id (one word under a key that
+    names an id, or in an identifier field)."""
     if value is None:
         return
     if isinstance(value, Mapping):
+        entry = entry_name(value)
         for inner_key, inner in value.items():
             name = str(inner_key)
             yield name, True
-            yield from _lines(inner, name, identifier=identifier or _names_an_id(name))
+            inner_names, below = names_of(name, parent, entry)
+            yield from _lines(inner, inner_names, below, identifier=identifier or _names_an_id(name))
         return
     if isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
-            yield from _lines(item, key, identifier=identifier)
+            yield from _lines(item, names, parent, identifier=identifier)
         return
     if isinstance(value, bool):
         return
     text = str(value)
-    single_word = len(text.split()) == 1
-    yield text, identifier and single_word
-    if key is not None:
-        yield f"{key}: {text}", identifier and single_word
+    is_id = identifier and len(text.split()) == 1
+    yield text, is_id
+    for name in names:
+        yield f"{name}: {text}", is_id
 
 
 _ID_WORDS = frozenset({"id", "ids", "uid", "uuid", "guid", "ref", "reference", "slug", "handle", "number", "no",
@@ -89,22 +97,23 @@ def secret_fields(fields: Mapping[str, Any], *, identifiers: Collection[str] = (
     return found
 
 
-def _hits_in(text: str, key: str | None, identifier: bool) -> list[SecretHit]:
-    """The secrets in `text`, read alone and as "key: text" (the part of a hit that falls on the
-    value, so `password: hunter2` redacts "hunter2" and leaves the key)."""
+def _hits_in(text: str, names: tuple[str, ...], identifier: bool) -> list[SecretHit]:
+    """The secrets in `text`, read alone and as "name: text" for each name it is read under (the
+    part of a hit that falls on the value, so `password: hunter2` redacts "hunter2" and leaves the key)."""
     found = find_secrets(text)
-    if key is not None:
-        prefix = len(key) + 2
+    for name in names:
+        prefix = len(name) + 2
         found += [SecretHit(hit.kind, max(hit.start - prefix, 0), hit.end - prefix)
-                  for hit in find_secrets(f"{key}: {text}") if hit.end > prefix]
+                  for hit in find_secrets(f"{name}: {text}") if hit.end > prefix]
     is_id = identifier and len(text.split()) == 1
     return merge([hit for hit in found if not (is_id and hit.kind in _NOT_FOR_IDENTIFIERS)])
 
 
-def _redacted(value: Any, key: str | None, identifier: bool, kinds: list[str],
+def _redacted(value: Any, names: tuple[str, ...], parent: str | None, identifier: bool, kinds: list[str],
               verbatim: Collection[str] = ()) -> Any:
     if isinstance(value, Mapping):
         kept: dict[Any, Any] = {}
+        entry = entry_name(value)
         for inner_key, inner in value.items():
             if inner_key in verbatim:
                 kept[inner_key] = inner
@@ -112,7 +121,7 @@ def _redacted(value: Any, key: str | None, identifier: bool, kinds: list[str],
             name = str(inner_key)
             new_key = inner_key
             if isinstance(inner_key, str):
-                key_hits = _hits_in(inner_key, None, True)
+                key_hits = _hits_in(inner_key, (), True)
                 if key_hits:
                     kinds.extend(hit.kind for hit in key_hits)
                     new_key = base = redact(inner_key, key_hits)[0]
@@ -120,14 +129,15 @@ def _redacted(value: Any, key: str | None, identifier: bool, kinds: list[str],
                     while new_key in kept or new_key in value:  # two redacted keys must not collide
                         count += 1
                         new_key = f"{base} ({count})"
-            kept[new_key] = _redacted(inner, name, identifier or _names_an_id(name), kinds)
+            inner_names, below = names_of(name, parent, entry)
+            kept[new_key] = _redacted(inner, inner_names, below, identifier or _names_an_id(name), kinds)
         return kept
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [_redacted(item, key, identifier, kinds) for item in value]
+        return [_redacted(item, names, parent, identifier, kinds) for item in value]
     if value is None or isinstance(value, bool):
         return value
     text = value if isinstance(value, str) else str(value)
-    hits = _hits_in(text, key, identifier)
+    hits = _hits_in(text, names, identifier)
     if not hits:
         return value
     kinds.extend(hit.kind for hit in hits)
@@ -145,7 +155,7 @@ def redact_data(value: Any, *, verbatim: Collection[str] = ()) -> tuple[Any, lis
     a program computed (a task's key is a hash, and `task_key: <hex>` reads as a credential), never
     text from a user or a model."""
     kinds: list[str] = []
-    return _redacted(value, None, False, kinds, verbatim), kinds
+    return _redacted(value, (), None, False, kinds, verbatim), kinds
 
 
 __all__ = ["SecretRefusedError", "redact_data", "secret_fields"]

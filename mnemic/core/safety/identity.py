@@ -1,6 +1,7 @@
 """Numbers that identify a person or an account: payment cards (Luhn, any separator: spaces,
-dashes, dots), IBANs (mod-97), US SSNs, UK NI numbers, Canadian SINs (Luhn), and identity,
-tax and account numbers named by their context ("my passport number is X1234567").
+dashes, dots; a tab or line break between printed groups), IBANs (mod-97), US SSNs, UK NI numbers,
+Canadian SINs (Luhn), and identity, tax and account numbers named by their context ("my passport
+number is X1234567").
 
 Checksums and issuer prefixes let order numbers, IMEIs, ISBNs, phone numbers and dates pass.
 """
@@ -15,6 +16,13 @@ from .hits import SecretHit
 
 _SEPARATOR = r"[ \-.\u00a0\u2009\u2013/_]"
 _CARD = re.compile(rf"(?<![\w.\-])\d(?:{_SEPARATOR}{{0,2}}\d){{12,18}}(?![\w])")
+# A card's printed groups split by a tab or a line break ("4111 1111\n1111 1111", a form pasted
+# cell by cell). Only the printed groupings count (4-4-4-4[-3], Amex 4-6-5, Diners 4-6-4): a column
+# of numbers one per line is not a card, and a column of years is excluded outright.
+_BREAK = r"(?:[ \t]*[\t\n][ \t]*|[ ]|\r\n)"
+_BROKEN_CARD = re.compile(
+    rf"(?<![\w.\-])\d{{4}}(?:(?:{_BREAK}\d{{4}}){{3}}(?:{_BREAK}\d{{3}})?|{_BREAK}\d{{6}}{_BREAK}\d{{4,5}})(?![\w])")
+_ALL_YEARS = re.compile(r"(?:(?:19|20)\d\d\s*)+")
 _US_SSN = re.compile(r"(?<![\w\-])(?!000|666|9\d\d)\d{3}([\- .])(?!00)\d{2}\1(?!0000)\d{4}(?![\w\-])")
 _UK_NINO = re.compile(
     r"\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b"
@@ -64,9 +72,17 @@ def _card_issuer(digits: str) -> bool:
 
 def _card_hits(text: str) -> Iterator[SecretHit]:
     for match in _CARD.finditer(text):
-        digits = "".join(ch for ch in match.group() if ch.isdigit())
-        if 13 <= len(digits) <= 19 and _card_issuer(digits) and luhn_valid(digits):
+        if _is_card(match.group()):
             yield SecretHit("payment_card", match.start(), match.end())
+    if "\t" in text or "\n" in text:
+        for match in _BROKEN_CARD.finditer(text):
+            if not _ALL_YEARS.fullmatch(match.group()) and _is_card(match.group()):
+                yield SecretHit("payment_card", match.start(), match.end())
+
+
+def _is_card(written: str) -> bool:
+    digits = "".join(ch for ch in written if ch.isdigit())
+    return 13 <= len(digits) <= 19 and _card_issuer(digits) and luhn_valid(digits)
 
 
 def _iban_hits(text: str) -> Iterable[SecretHit]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from functools import lru_cache
 
 
 class Strength(Enum):
@@ -58,13 +59,16 @@ _ABOUT = frozenset(
     used user username login email question reset store storage vault scope scopes audience issuer
     fingerprint kid budget price cost rate rates generator length chars characters digits rule rules
     requirement requirements complexity reminder expired last status state flag check valid
-    placeholder example sample""".split()
+    placeholder example sample host hostname port region server domain owner owners description desc
+    comment comments note notes meta metadata info annotations tags""".split()
 )
 _PLURAL_COUNTS = frozenset({"tokens", "keys", "pins", "codes", "passes"})
 _ARTICLES = frozenset({"the", "a", "an", "my", "your", "our", "his", "her", "their", "its", "this", "that", "new"})
 _NOT_SECRET_FIRST = frozenset({"public", "publishable", "pub", "max", "num", "min", "total"})
 
 
+# Field names repeat (every record of a list, every line of a config): each is judged once.
+@lru_cache(maxsize=4096)
 def name_strength(name: str) -> Strength:
     """How strongly `name` says its value is a credential."""
     words = [w.lower() for w in _WORDS.findall(name)]
@@ -88,4 +92,31 @@ def name_strength(name: str) -> Strength:
     return Strength.NONE
 
 
-__all__ = ["Strength", "name_strength"]
+# A name/value entry gives its value the name it holds: Kubernetes' `{name: DB_PASSWORD, value: X}`,
+# AWS tags and parameters (`Key`/`Value`, `ParameterKey`/`ParameterValue`), HAR headers, form fields.
+_NAME_SLOTS = frozenset({"name", "key", "parametername", "parameterkey", "variable", "var", "envvar", "field",
+                         "fieldname", "label", "header", "headername", "setting", "option"})
+_VALUE_SLOTS = frozenset({"value", "val", "parametervalue", "fieldvalue", "headervalue", "settingvalue",
+                          "optionvalue", "secretvalue", "stringvalue"})
+# A name such an entry holds: one identifier ("DB_PASSWORD", "x-api-key", "/prod/db/password"), not a
+# phrase ("password reset guide" names a document, not a credential).
+_IDENTIFIER = re.compile(r"[A-Za-z_$/][\w.\-/:$]{0,80}")
+
+
+@lru_cache(maxsize=4096)
+def pair_slot(key: str) -> str | None:
+    """ "name" when `key` is the name half of a name/value entry, "value" for the value half."""
+    last = key.strip("\"' ").rsplit(".", 1)[-1].lower().replace("_", "").replace("-", "")
+    return "name" if last in _NAME_SLOTS else "value" if last in _VALUE_SLOTS else None
+
+
+def pair_name(name: str) -> str | None:
+    """`name` as the name of a credential its entry's value holds (its strength is not NONE), in a
+    form the assignment rules read as one name; None when it names no credential."""
+    bare = name.strip()
+    if not _IDENTIFIER.fullmatch(bare) or name_strength(bare) is Strength.NONE:
+        return None
+    return re.sub(r"[^\w.\-]+", ".", bare).strip(".") or None
+
+
+__all__ = ["Strength", "name_strength", "pair_name", "pair_slot"]

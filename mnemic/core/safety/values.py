@@ -70,6 +70,9 @@ _UNIT_AFTER = re.compile(
     r"min|at\s+least|days?|weeks?|months?|years?|hours?|minutes?|times?)\b",
     re.IGNORECASE,
 )
+# "PINは4桁です", "密码是6位数字", "비밀번호는 8자리": a count of digits or characters in Chinese,
+# Japanese or Korean, where no space separates the number from its counter.
+_CJK_COUNT = re.compile(r"^\d{1,3}\s*(?:桁|文字|字|位|个|個|자리|글자|자|개)")
 _PREPOSITION_AFTER = re.compile(r"^\s*(?:in|on|at|by|to|with|under|inside|into|behind|from|for|via|through)\b",
                                 re.IGNORECASE)
 
@@ -107,7 +110,7 @@ def describes_rather_than_gives(value: str, after: str) -> bool:
         return True
     if lower.startswith(("http://", "https://", "www.")):
         return True
-    if _UNIT_AFTER.match(after):
+    if _UNIT_AFTER.match(after) or _CJK_COUNT.match(value):
         return True
     # "is stored in ...", "is kept under ...", "is expiring on ...": a participle then a place.
     return lower.isalpha() and lower.endswith(("ed", "ing")) and bool(_PREPOSITION_AFTER.match(after))
