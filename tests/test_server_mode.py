@@ -284,3 +284,38 @@ def test_another_processs_keyword_file_drops_a_user_erased_elsewhere(
                 lexical_path=keywords):
         pass  # opening checks the index against the store
     assert not any(b"xyloprothrombosis" in f.read_bytes() for f in tmp_path.glob("b.sqlite3*"))
+
+
+@pytest.mark.parametrize("erasure", ["delete", "forget"])
+@pytest.mark.parametrize("noticed_by", ["recall", "repair"])
+def test_a_running_processs_keyword_file_is_scrubbed_of_what_another_process_erased(
+        chroma_server: int, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, erasure: str,
+        noticed_by: str) -> None:
+    # Found by an attack: B dropped the erased record's row but its words stayed in B's file (old
+    # index segments, the WAL) for as long as B ran, repair() included: only the eraser scrubbed.
+    from mnemic.core import lexical_sync
+
+    monkeypatch.setattr(lexical_sync, "SERVER_SYNC_INTERVAL_S", 0.0)
+    keywords = tmp_path / "b.sqlite3"
+
+    def held() -> list[str]:
+        return [f.name for f in tmp_path.glob("b.sqlite3*") if b"zyxquorblax" in f.read_bytes()]
+
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder()) as eraser, \
+            Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder(),
+                   lexical_path=keywords) as running:
+        record = eraser.remember("Alice's diagnosis is zyxquorblaxitude.", user_id="alice")
+        eraser.remember("Bob likes quiet trains.", user_id="bob")
+        assert [m.record.id for m in running.recall("diagnosis zyxquorblaxitude", user_id="alice")] == [record.id]
+        assert held()
+        if erasure == "delete":
+            eraser.delete(record.id)
+        else:
+            eraser.forget(user_id="alice")
+        if noticed_by == "repair":
+            running.repair()
+            assert held() == []
+        assert running.recall("diagnosis zyxquorblaxitude", user_id="alice") == []
+        assert held() == []
+        running.recall("quiet trains", user_id="bob")
+        assert held() == []

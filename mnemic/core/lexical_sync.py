@@ -33,10 +33,17 @@ class LexicalSync:
         changed or dropped. `full` reads every record, not only those changed since the watermark
         (after a crash, an entry can be ahead of a change that never landed). The entries of a
         user who has no collection any more (another process erased them, against a server) are
-        dropped, and the file scrubbed of them: their words must not outlive the erasure here."""
+        dropped too, and the file is scrubbed once if any entry was dropped: their words must not
+        outlive the erasure here."""
         users = self._store.users()
-        changed = sum(self.sync_user(user_id, full=full) for user_id in users)
-        return changed + self._drop_erased_users({self._store.collection_name(u) for u in users})
+        changed, dropped = 0, 0
+        for user_id in users:
+            synced = self._sync(user_id, full=full)
+            changed, dropped = changed + synced[0], dropped + synced[1]
+        gone = self._drop_erased_users({self._store.collection_name(u) for u in users})
+        if dropped or gone:
+            self._lexical.scrub()  # once for every user
+        return changed + gone
 
     def _drop_erased_users(self, present: set[str]) -> int:
         prefix = self._store.prefix + MEMORY_COLLECTION_INFIX
@@ -46,8 +53,6 @@ class LexicalSync:
         for name in gone:
             dropped += len(self._lexical.versions(name))
             self._lexical.drop_collection(name)
-        if gone:
-            self._lexical.scrub()
         return dropped
 
     def maybe_sync(self, user_id: str) -> None:
@@ -60,6 +65,17 @@ class LexicalSync:
             self.sync_user(user_id)
 
     def sync_user(self, user_id: str, *, full: bool = False) -> int:
+        """Bring one user's entries in line with Chroma; returns how many were added, changed or
+        dropped. Entries of records gone from Chroma (erased, against a server by another process)
+        are dropped and the file scrubbed of them at once: the erasing process scrubs only its own
+        files, and this one's would keep the words in old index segments and its WAL while it runs."""
+        changed, dropped = self._sync(user_id, full=full)
+        if dropped:
+            self._lexical.scrub()
+        return changed
+
+    def _sync(self, user_id: str, *, full: bool) -> tuple[int, int]:
+        """(entries added, changed or dropped; of those, dropped), without scrubbing."""
         collection = self._store.collection_name(user_id)
         indexed = self._lexical.versions(collection)
         watermark = self._lexical.watermark(collection)
@@ -81,4 +97,4 @@ class LexicalSync:
             self._lexical.set_watermark(collection, max(r.updated_at.timestamp() for r in records))
         elif watermark is None:
             self._lexical.set_watermark(collection, 0.0)
-        return len(todo) + len(stale_ids)
+        return len(todo) + len(stale_ids), len(stale_ids)

@@ -177,8 +177,10 @@ class RecallPipeline:
         rows = self.store.get(request.owner, ids=ids, embeddings=True)
         stale = set(ids) - {row.id for row in rows}
         if stale:
-            # The cache outlived a record: repair it on the way.
+            # The cache outlived a record (erased by another process, against a server): repair it
+            # on the way, and scrub the file, whose old segments and WAL still hold its words.
             self.lexical.delete(self.store.collection_name(request.owner), sorted(stale))
+            self.lexical.scrub()
         for row in rows:
             words.read[row.id] = (row, self.record_of(row))
 

@@ -74,8 +74,10 @@ class Scrubber:
     def after_crash(self) -> None:
         """What an erasure a crash cut short (after Chroma's delete, before this scrub) left in the
         files: the write log of every user collection that logged a delete is rebuilt (the erased
-        ids are not known any more; a fresh collection holds only what is live), then `finish`."""
+        ids are not known any more; a fresh collection holds only what is live), then `finish`.
+        Against a server only the local database is this process's to scrub."""
         if self._chroma_path is None:
+            self.finish()
             return
         logged = upkeep.logged_deletions(self._chroma_path)
         if logged:
