@@ -35,7 +35,7 @@ from .core.ranking import RecallWeights
 from .core.record_writer import ConcurrentChangeError
 from .core.records import MemoryMatch, MemoryRecord, ScoreBreakdown
 from .core.retention import ErasureReport, RetainedPlace
-from .core.safety import SecretRefusedError
+from .core.safety import NestedTooDeeplyError, SecretRefusedError
 from .core.stats import WriteStats
 from .core.store import EmbedderMismatchError, NamespaceCollisionError
 from .core.views import MemoryView
@@ -74,6 +74,7 @@ __all__ = [
     "MemoryView",
     "MiniLM",
     "NamespaceCollisionError",
+    "NestedTooDeeplyError",
     "PolicyError",
     "RecallWeights",
     "RefusedChunk",

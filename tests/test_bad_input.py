@@ -99,3 +99,37 @@ def test_closed_memory_says_so(memory: Memory) -> None:
                  lambda: memory.runs.begin(group="crew", user_id="u"), lambda: memory.runs.erase_user("u")):
         with pytest.raises(RuntimeError, match="this Memory is closed"):
             call()
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    top = inner = {}  # type: ignore[var-annotated]
+    for _ in range(depth):
+        inner["k"] = {}
+        inner = inner["k"]
+    return top
+
+
+@pytest.mark.parametrize("depth", [990, 5000])
+def test_a_text_holding_json_nested_past_pythons_limit_is_stored_as_text(memory: Memory, depth: int) -> None:
+    # The secret screen reads JSON written in a text as data: nested ~1,000 deep, decoding it or
+    # walking it raised RecursionError out of remember().
+    text = "cfg " + '{"a":' * depth + "1" + "}" * depth
+    record = memory.remember(text[:15000], user_id="u")
+    assert memory.get(record.id).text == text[:15000]
+
+
+def test_structured_data_nested_too_deeply_is_refused_by_name_and_nothing_is_kept(memory: Memory) -> None:
+    from mnemic import NestedTooDeeplyError
+
+    pytest.importorskip("langgraph")
+    from mnemic.integrations.langgraph import MnemicStore
+
+    store = MnemicStore(memory)
+    with pytest.raises(NestedTooDeeplyError, match=r"'deep'.*nested more than 100 levels.*Flatten it"):
+        store.put(("memories", "u"), "deep", _nested(990))
+    assert store.get(("memories", "u"), "deep") is None
+    with pytest.raises(NestedTooDeeplyError):
+        memory.runs.begin(group="crew", user_id="u", inputs={"payload": _nested(400)})
+    assert memory.runs.runs(user_id="u") == []
+    store.put(("memories", "u"), "shallow", _nested(50))  # what any agent keeps still fits
+    assert store.get(("memories", "u"), "shallow") is not None

@@ -20,13 +20,17 @@ from .detector import CUT_MARGIN, REDACTED, contains_secret, find_secrets, redac
 from .fields import SecretRefusedError, redact_data, secret_fields
 from .hits import SecretHit
 from .sensitive import SENSITIVE_CATEGORIES, sensitive_category
+from .structure import MAX_NESTING, NestedTooDeeplyError, check_nesting
 
 __all__ = [
     "CUT_MARGIN",
+    "MAX_NESTING",
     "REDACTED",
     "SENSITIVE_CATEGORIES",
+    "NestedTooDeeplyError",
     "SecretHit",
     "SecretRefusedError",
+    "check_nesting",
     "contains_secret",
     "find_secrets",
     "iban_valid",

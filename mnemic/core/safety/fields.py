@@ -20,7 +20,7 @@ from typing import Any
 from .detector import REDACTED, find_secrets, redact
 from .hits import SecretHit, merge
 from .names import Strength, name_strength
-from .structure import entry_name, names_of
+from .structure import check_nesting, entry_name, names_of
 
 
 class SecretRefusedError(ValueError):
@@ -88,6 +88,7 @@ def secret_fields(fields: Mapping[str, Any], *, identifiers: Collection[str] = (
     random-looking word there is an id, not a secret (a sentence is no id)."""
     found: dict[str, list[str]] = {}
     for name, value in fields.items():
+        check_nesting(value, what=f"the value of {name!r}")
         kinds = [hit.kind
                  for line, is_id in _lines(value, identifier=name in identifiers)
                  for hit in find_secrets(line)
@@ -154,6 +155,7 @@ def redact_data(value: Any, *, verbatim: Collection[str] = ()) -> tuple[Any, lis
     `verbatim` names top-level keys of a mapping whose values are kept as they are: identifiers
     a program computed (a task's key is a hash, and `task_key: <hex>` reads as a credential), never
     text from a user or a model."""
+    check_nesting(value, what="this data")
     kinds: list[str] = []
     return _redacted(value, (), None, False, kinds, verbatim), kinds
 

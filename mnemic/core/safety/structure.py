@@ -16,6 +16,34 @@ from typing import Any
 
 from .names import Strength, name_strength, pair_name, pair_slot
 
+# Deeper than any data an agent keeps: every reader of structured data (this screen, JSON, the
+# codecs) walks it recursively, and past Python's recursion limit one of them fails mid-write.
+MAX_NESTING = 100
+
+
+class NestedTooDeeplyError(ValueError):
+    """Structured data nested past MAX_NESTING levels (refused before any of it is written)."""
+
+
+def nesting(value: Any, *, stop: int = MAX_NESTING + 1) -> int:
+    """How many levels of mappings and lists `value` has, counted without recursion up to `stop`."""
+    deepest, level = 0, [value]
+    while level and deepest < stop:
+        containers = [v for v in level if isinstance(v, (Mapping, list, tuple))]
+        if not containers:
+            break
+        deepest += 1
+        level = [inner for v in containers for inner in (v.values() if isinstance(v, Mapping) else v)]
+    return deepest
+
+
+def check_nesting(value: Any, *, what: str) -> None:
+    """Refuse data nested past MAX_NESTING levels, naming it and the way out."""
+    if nesting(value) > MAX_NESTING:
+        raise NestedTooDeeplyError(
+            f"{what} is nested more than {MAX_NESTING} levels deep; mnemic keeps structured data up to that "
+            "depth. Flatten it, or keep the deep part as one string.")
+
 
 def entry_name(mapping: Mapping[Any, Any]) -> str | None:
     """The credential a name/value entry names (`{"name": "DB_PASSWORD", "value": ...}`), if any."""
@@ -78,10 +106,10 @@ def json_blocks(text: str) -> Iterator[tuple[int, int, Any]]:
         attempts += 1
         try:
             data, end = _DECODER.raw_decode(text, opening.start())
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past Python's limit: read as text only
             position = opening.start() + 1
             continue
-        if isinstance(data, (Mapping, list)):
+        if isinstance(data, (Mapping, list)) and nesting(data) <= MAX_NESTING:  # deeper: read as text
             yield opening.start(), end, data
         position = end
 
@@ -96,4 +124,5 @@ def written_spans(text: str, start: int, end: int, value: str) -> list[tuple[int
     return spans or [(start, end)]
 
 
-__all__ = ["as_name", "entry_name", "json_blocks", "named_values", "names_of", "written_spans"]
+__all__ = ["MAX_NESTING", "NestedTooDeeplyError", "as_name", "check_nesting", "entry_name", "json_blocks",
+           "named_values", "names_of", "nesting", "written_spans"]

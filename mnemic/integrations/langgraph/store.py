@@ -79,6 +79,7 @@ from langgraph.store.base import (
 from ...core.identity import NAMESPACE_OWNER_PREFIX, namespace_owner_id
 from ...core.notes import Note, NoteRefusedError
 from ...core.policy import PolicyError
+from ...core.safety import check_nesting
 from ...core.scopes import MAX_SCOPE_DEPTH, MAX_SCOPE_LENGTH
 from ...core.validation import MAX_USER_ID_CHARS
 from ...tools.langchain import IdentityError, run_identity
@@ -116,6 +117,7 @@ def _segment(label: str) -> str:
 
 def _check_json(value: Mapping[str, Any], namespace: tuple[str, ...], key: str) -> None:
     """A clear error for a value JSON cannot hold (the store keeps values as JSON, as SqliteStore does)."""
+    check_nesting(value, what=f"the value put under {key!r} in {namespace}")
     try:
         json.dumps(value, allow_nan=True)
     except (TypeError, ValueError) as exc:
