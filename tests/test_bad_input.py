@@ -133,3 +133,20 @@ def test_structured_data_nested_too_deeply_is_refused_by_name_and_nothing_is_kep
     assert memory.runs.runs(user_id="u") == []
     store.put(("memories", "u"), "shallow", _nested(50))  # what any agent keeps still fits
     assert store.get(("memories", "u"), "shallow") is not None
+
+
+def test_data_that_holds_itself_or_nests_sets_is_refused_at_once(memory: Memory) -> None:
+    # The depth check walked a cycle with two branches level by level, doubling each level until
+    # memory ran out; and counted no set, so a deep frozenset still raised RecursionError.
+    from mnemic import NestedTooDeeplyError
+
+    cyclic: dict[str, Any] = {}
+    cyclic["a"] = cyclic
+    cyclic["b"] = cyclic
+    deep_set: frozenset[Any] = frozenset()
+    for _ in range(3000):
+        deep_set = frozenset([deep_set])
+    for inputs in ({"payload": cyclic}, {"payload": deep_set}):
+        with pytest.raises(NestedTooDeeplyError, match="holds itself"):
+            memory.runs.begin(group="crew", user_id="u", inputs=inputs)
+    assert memory.runs.runs(user_id="u") == []

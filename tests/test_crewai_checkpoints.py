@@ -273,3 +273,29 @@ def test_restore_crew_brings_back_a_user_the_inputs_never_named(store: Memory, t
     # The result is still CrewAI's CrewOutput in every way.
     assert str(result) == result.raw and result.model_dump()["raw"] == result.raw
     assert [t.raw for t in result.tasks_output][-1].endswith("You prefer PostgreSQL.")
+
+
+def test_an_applications_own_provider_is_left_alone_on_every_kickoff(store: Memory, tmp_path: Path) -> None:
+    # A subclass of CrewAI's SqliteProvider is the application's (its own layout, encryption...):
+    # once its database existed, the next kickoff swapped mnemic's provider in beside it.
+    from contextlib import closing
+
+    written: list[str] = []
+
+    class AppSqliteProvider(SqliteProvider):
+        def checkpoint(self, data: str, location: str, *, parent_id: str | None = None,  # type: ignore[override]
+                       branch: str = "main") -> str:
+            written.append(location)
+            with closing(sqlite3.connect(location)) as connection, connection:
+                connection.execute("CREATE TABLE IF NOT EXISTS app_checkpoints (id TEXT, data TEXT)")
+                connection.execute("INSERT INTO app_checkpoints VALUES (?, ?)", (str(len(written)), data))
+            return f"{location}#{len(written)}"
+
+    cfg = CheckpointConfig(location=str(tmp_path / "app.db"), provider=AppSqliteProvider(),
+                           on_events=["task_completed"])
+    for _ in range(2):
+        crew = make_crew(CrewMemory(store), ScriptedLLM(), cfg)
+        crew.kickoff(inputs={"user_id": "alice", "message": "Hello."})
+        crewai_event_bus.flush()
+        assert type(crew.checkpoint.provider) is AppSqliteProvider
+    assert len(written) == 4  # two tasks a kickoff, all through the application's provider

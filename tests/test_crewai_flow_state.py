@@ -4,6 +4,7 @@ latest state back on resume, pending human feedback kept with its state, and era
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -235,3 +236,47 @@ def test_a_flow_state_whose_user_is_a_number_is_owned_and_erased_with_them(store
     assert _rows(tmp_path / "flows.db", "flow_states") == [(first.state.id, "42"), (second.state.id, "7")]
     store.forget(user_id="42")
     assert _rows(tmp_path / "flows.db", "flow_states") == [(second.state.id, "7")]
+
+
+class UuidState(BaseModel):
+    id: str = ""
+    user_id: uuid.UUID | None = None
+    draft: str = ""
+
+
+def test_a_flow_keyed_by_uuid_loads_no_other_users_run_and_an_unreadable_user_id_is_refused(
+        store: Memory, tmp_path: Path) -> None:
+    # A UUID in the kickoff's inputs read as "no user": the load check was skipped, and bob's
+    # kickoff ran a method on alice's state before its save was refused.
+    persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store)
+    seen: list[str] = []
+
+    @persist(persistence)
+    class Notes(Flow[UuidState]):
+        @start()
+        def write(self) -> str:
+            seen.append(self.state.draft)
+            self.state.draft = self.state.draft or f"{self.state.user_id}'s private note"
+            return self.state.draft
+
+    alice, bob = uuid.UUID(int=1), uuid.UUID(int=2)
+    alices = Notes()
+    alices.kickoff(inputs={"user_id": alice})
+    assert _rows(tmp_path / "flows.db", "flow_states") == [(alices.state.id, str(alice))]
+    with pytest.raises(FlowOwnerError):
+        Notes().kickoff(inputs={"id": alices.state.id, "user_id": bob})
+    assert f"{alice}'s private note" not in seen
+
+    class FloatState(BaseModel):
+        id: str = ""
+        user_id: float = 0.0
+
+    @persist(persistence)
+    class Floats(Flow[FloatState]):
+        @start()
+        def write(self) -> str:
+            return "saved"
+
+    with pytest.raises(RuntimeError, match="user id must be a string"):  # CrewAI wraps what a save raises
+        Floats().kickoff(inputs={"user_id": 1.0})
+    assert len(_rows(tmp_path / "flows.db", "flow_states")) == 1  # nothing saved unowned

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,13 +69,18 @@ def current_owner(user_key: str = "user_id") -> Owner | None:
 
 
 def user_named(value: Any) -> str | None:
-    """The user a state field or kickoff input names: a non-blank string, or a whole number (an
-    app that keys its users by number; `forget(user_id="42")` must reach them)."""
+    """The user a state field or kickoff input names: a non-blank string, a whole number or a UUID
+    (an app that keys its users so; `forget(user_id="42")` must reach them); None when it names
+    none. Anything else is refused: read as no user, it would skip the check that keeps one
+    user's saved state from another."""
+    if value is None:
+        return None
     if isinstance(value, str):
         return value.strip() or None
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, (int, uuid.UUID)) and not isinstance(value, bool):
         return str(value)
-    return None
+    raise TypeError(f"a user id must be a string, a whole number or a UUID, got {type(value).__name__} {value!r:.40}: "
+                    "pass the user id as a string")
 
 
 def retain_once(memory: Any, place: RetainedPlace) -> None:

@@ -26,10 +26,12 @@ class NestedTooDeeplyError(ValueError):
 
 
 def nesting(value: Any, *, stop: int = MAX_NESTING + 1) -> int:
-    """How many levels of mappings and lists `value` has, counted without recursion up to `stop`."""
+    """How many levels of mappings, lists, tuples and sets `value` has, counted without recursion
+    up to `stop`. A container met twice on one level is walked once: data that holds itself
+    (`d["a"] = d; d["b"] = d`) then costs one walk per level, and reaches `stop`."""
     deepest, level = 0, [value]
     while level and deepest < stop:
-        containers = [v for v in level if isinstance(v, (Mapping, list, tuple))]
+        containers = list({id(v): v for v in level if isinstance(v, (Mapping, list, tuple, set, frozenset))}.values())
         if not containers:
             break
         deepest += 1
@@ -41,8 +43,8 @@ def check_nesting(value: Any, *, what: str) -> None:
     """Refuse data nested past MAX_NESTING levels, naming it and the way out."""
     if nesting(value) > MAX_NESTING:
         raise NestedTooDeeplyError(
-            f"{what} is nested more than {MAX_NESTING} levels deep; mnemic keeps structured data up to that "
-            "depth. Flatten it, or keep the deep part as one string.")
+            f"{what} is nested more than {MAX_NESTING} levels deep, or holds itself; mnemic keeps structured data "
+            "up to that depth. Flatten it, or keep the deep part as one string.")
 
 
 def entry_name(mapping: Mapping[Any, Any]) -> str | None:

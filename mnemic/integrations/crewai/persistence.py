@@ -168,7 +168,10 @@ def kickoff_store(crew: Any, memory: CrewMemory) -> KickoffOutputs | None:
 def _mnemic_provider_for(provider: Any, location: str | None) -> Any | None:
     if isinstance(provider, MNEMIC_PROVIDERS):
         return None
-    if type(provider) is SqliteProvider or (location and crewai_db.is_database(location)):
+    # Only CrewAI's own providers, matched by exact type: a subclass is the application's. CrewAI
+    # rebuilds a JsonProvider for a restored crew whatever the format, so the location decides.
+    if type(provider) is SqliteProvider or (type(provider) is JsonProvider and location
+                                            and crewai_db.is_database(location)):
         return SqliteCheckpointProvider()
     if type(provider) is JsonProvider:
         return JsonCheckpointProvider()
