@@ -239,3 +239,45 @@ def test_one_users_words_are_not_found_through_another_users_identical_words() -
     assert len(index.holders(ana, "bees", 10)) == len(index.holders(ben, "bees", 10)) == 1
     assert index.holders(ana, "bees", 10) != index.holders(ben, "bees", 10)
     assert index.holder_count(ana, "bees") == 1
+
+
+@pytest.mark.parametrize("joint", ["\u19b0", "\u1cf2", "_", "-", "\u0301"])
+def test_a_word_written_to_split_into_another_users_term_reaches_nothing_of_theirs(joint: str) -> None:
+    # Found by an attack: FTS5's Unicode 6.1 tables split words at characters Python's count as
+    # letters, so mallory's word "x<U+19B0><alice's tag>zanzibar" put the bare term of alice's
+    # "zanzibar" among mallory's rows: alice's holders grew, the word's weight went negative and
+    # every keyword score of alice's was voided.
+    index = LexicalIndex(None)
+    index.upsert([("a1", "c1", "alice", "We stayed in Zanzibar for the honeymoon", 1),
+                  ("a2", "c1", "alice", "The honeymoon photos are printed", 1)])
+    before = index.coverage("Zanzibar honeymoon", user_id="alice")
+    tag = index.owner("alice")[1:17]
+    crafted = " ".join(f"x{joint}{tag}{form}zanzibar note" for form in ("", "a", "u"))
+    index.upsert((f"m{i}", "c2", "mallory", crafted, 1) for i in range(30))
+    assert index.holder_count(index.owner("alice"), "zanzibar") == 1
+    assert index.coverage("Zanzibar honeymoon", user_id="alice") == before
+
+
+@pytest.mark.parametrize(("said", "asked", "found"), [
+    ("मेरे दोस्त का नाम अर्जुन है", "अर्जुन", True),  # a virama or vowel sign is part of its word
+    ("আমার বন্ধুর নাম অর্জুন", "অর্জুন", True),
+    ("ガス料金を払った", "ガス料金を払った", True),
+    ("カス", "ガス", False),  # a kana voicing mark is no accent: gas is not dregs
+])
+def test_words_of_other_scripts_are_found_whole_and_not_folded_into_others(said: str, asked: str,
+                                                                           found: bool) -> None:
+    index = LexicalIndex(None)
+    index.upsert([("a", "c1", "ana", said, 1), ("b", "c1", "ana", "Ana stayed home", 1)])
+    assert (set(index.coverage(asked, user_id="ana")) == {"a"}) is found
+
+
+@pytest.mark.parametrize(("query", "text", "matched"), [
+    ("news delivery", "The newspaper delivery was late", ["delivery"]),  # "news" did not score
+    ("hike", "We went hiking", ["hike"]),
+    ("cafe", "Café Luna opened", ["cafe"]),
+    ("ｐｏｓｔｇｒｅｓｑｌ", "We run PostgreSQL", ["postgresql"]),
+])
+def test_an_explanation_names_the_query_words_that_scored(query: str, text: str, matched: list[str]) -> None:
+    from mnemic.core.lexical import matched_terms
+
+    assert matched_terms(query, text) == matched

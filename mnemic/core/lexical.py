@@ -43,8 +43,8 @@ STOPWORDS = frozenset(
 
 
 # 2: rows keyed by (collection, record id); owner tokens carry the namespace.
-# 3: words held as owner-tagged stems (see LexicalIndex).
-SCHEMA_VERSION = 3
+# 3: words held as owner-tagged stems (see LexicalIndex); 4: each stem written in ASCII.
+SCHEMA_VERSION = 4
 _TAG_LENGTH = 16  # hex digits of the owner token that tag each of the owner's words
 
 
@@ -62,9 +62,10 @@ def indexed_words(text: str) -> list[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """The words of a query worth matching, lower-cased, without stopwords, in order, unique."""
+    """The words of a query worth matching, folded as the index folds them (stems.py), without
+    stopwords, in order, unique."""
     seen: dict[str, None] = {}
-    for word in _TOKEN.findall(text.casefold()):
+    for word in folded_words(text):
         if (word not in STOPWORDS and len(word) > 1) or word.isdigit():
             seen.setdefault(word, None)
     return list(seen)
@@ -136,9 +137,13 @@ class LexicalIndex:
     @staticmethod
     def _terms(owner: str, words: Iterable[str]) -> list[str]:
         """Stems as the owner's row holds them: behind a fixed-length tag from the owner token,
-        letters and digits only, so FTS5's tokenizer keeps each one whole."""
+        then "a" and an ASCII stem as it is, or "u" and the hex of a stem in any other script.
+        ASCII letters and digits only, so FTS5's tokenizer keeps every term whole: its Unicode
+        tables split words Python's do not, and a split-off part of one user's word could be
+        another user's term."""
         tag = owner[1:1 + _TAG_LENGTH]
-        return [tag + word for word in words]
+        return [tag + ("a" + word if word.isascii() else "u" + word.encode("utf-8", "surrogatepass").hex())
+                for word in words]
 
     def _add_turn_columns(self) -> None:
         """Where each conversation turn sits, so recall can fetch a match's neighbouring turns by id
@@ -409,27 +414,26 @@ class LexicalIndex:
 
 
 def matched_terms(query: str, text: str) -> list[str]:
-    """Query words that appear in the text (by a shared stem-ish prefix), for explanations."""
-    folded = text.casefold()
-    words: set[str] | None = None
-    found = []
-    for term in query_terms(query):
-        stem = rough_stem(term)
-        if stem not in folded:  # a prefix of no word then: skips the word scan for most terms
-            continue
-        if words is None:
-            words = set(_TOKEN.findall(folded))
-        if any(w.startswith(stem) for w in words):
-            found.append(term)
-    return found
+    """Query words the text holds as the index matches them (by their stems), for explanations."""
+    held = set(indexed_words(text))
+    return [term for term in query_terms(query) if (stems := indexed_words(term)) and held.issuperset(stems)]
+
+
+def near_a_query_word(query: str, word: str) -> bool:
+    """Whether a word begins like a query word does (rough_stem): a link through it reaches records
+    the query's own words reach, or nearly. Looser than the stems: on LoCoMo, skipping only the
+    links through a query word's exact stem moved R@5/R@10 by +0.1/+0.1 on the tuning half and
+    -0.2/-0.1 on the held-out one."""
+    words = folded_words(word)
+    return any(w.startswith(rough_stem(term)) for term in query_terms(query) for w in words)
 
 
 def capitalised_words(text: str) -> set[str]:
     """Words written with a capital inside a sentence (names, places), case-folded: a capital at
     the start of the text or after a full stop, question or exclamation mark says nothing."""
     starts = {match.start(1) for match in _SENTENCE_START.finditer(text)}
-    return {match.group().casefold() for match in _TOKEN.finditer(text)
-            if match.group()[0].isupper() and match.start() not in starts}
+    return {word for match in _TOKEN.finditer(text) if match.group()[0].isupper() and match.start() not in starts
+            for word in folded_words(match.group())}
 
 
 def unique(items: Sequence[str]) -> list[str]:

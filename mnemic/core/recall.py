@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import ranking
-from .lexical import LexicalIndex, matched_terms
+from .lexical import LexicalIndex, matched_terms, near_a_query_word
 from .links import Link
 from .ranking import Candidate, RecallWeights, fuse, own_relevance, query_time_window
 from .records import MemoryMatch, MemoryRecord
@@ -216,7 +216,7 @@ class RecallPipeline:
             own = {c.record.id: own_relevance(c, weights) for c in ranked[:ranking.LINK_SEEDS]}
             for link in self.lexical.linked([rid for rid, score in own.items() if score > 0],
                                             user_id=request.owner, records=words.scores.records):
-                if matched_terms(request.query, link.term):
+                if near_a_query_word(request.query, link.term):
                     continue  # a query word: the records holding it are word matches already
                 links.setdefault(link.record_id, []).append(link)
             # Only the records the strongest links reach are read (each read costs ~0.25 ms, and

@@ -1,14 +1,16 @@
 """Word stems: the form in which the keyword index holds and looks up a word ("hiking" -> "hike").
 
-The index used to leave stemming to FTS5's porter tokenizer. It now holds each word tagged with
-its owner (see lexical.py), so that looking a word up walks only that owner's records, and FTS5's
-tokenizer would stem the tag and the word as one. So words are stemmed here, with
-snowballstemmer's Porter algorithm, the one FTS5's porter tokenizer implements; like that
-tokenizer, a word shorter than three letters is kept whole ("us" is not "u").
+The index used to leave tokenizing and stemming to FTS5 (unicode61 and porter). It now holds each
+word tagged with its owner (see lexical.py), so that looking a word up walks only that owner's
+records; FTS5 would stem the tag with the word, and its Unicode 6.1 tables split some words
+Python's do not. So words are split, folded and stemmed here, the same way for a record and for
+a query, with snowballstemmer's Porter algorithm (the one FTS5's porter tokenizer implements);
+like that tokenizer, a word shorter than three letters is kept whole ("us" is not "u").
 
-Words are folded before they are stemmed as FTS5's `remove_diacritics` folded them, and more:
-case-folded, compatibility-decomposed (full-width letters, ligatures) and without combining
-marks, so "Café" and "cafe" are one word.
+A word is a run of letters, digits and combining marks (a Devanagari vowel sign or virama belongs
+to its word). Folding lower-cases it, reads compatibility forms as their plain letters (full-width
+"ｃａｆｅ", the ligature "ﬁ") and drops Latin, Greek and Cyrillic accents ("café" is "cafe"), as
+FTS5's `remove_diacritics` did; the marks of other scripts are kept (Japanese "ガス" is not "カス").
 """
 
 from __future__ import annotations
@@ -20,23 +22,40 @@ import unicodedata
 
 import snowballstemmer
 
-# Letters and digits; an underscore splits a word, as FTS5's unicode61 tokenizer split it.
-_WORD = re.compile(r"[^\W_]+")
+# The blocks of combining accents (Latin, Greek, Cyrillic): dropped by folding.
+_ACCENTS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _stemmer = snowballstemmer.stemmer("porter")
 _stemmer_lock = threading.Lock()  # a snowballstemmer stemmer keeps the word it works on in itself
 
 
+@functools.cache
+def _word() -> re.Pattern[str]:
+    """Letters and digits (not the underscore) and every combining mark, built once from Python's
+    own Unicode tables (~0.1 s, on the first text). Past U+1FFFF the only marks are the variation
+    selectors of U+E0100-E01EF."""
+    ranges: list[str] = ["\U000e0100-\U000e01ef"]
+    start = None
+    for code in range(0x300, 0x20000):
+        mark = unicodedata.category(chr(code))[0] == "M"
+        if mark and start is None:
+            start = code
+        elif not mark and start is not None:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(code - 1))}")
+            start = None
+    return re.compile(r"(?:[^\W_]|[" + "".join(ranges) + "])+")
+
+
 def folded_words(text: str) -> list[str]:
     """The words of a text as the index holds them before stemming, in order."""
-    return _WORD.findall(fold(text))
+    return _word().findall(fold(text))
 
 
 def fold(text: str) -> str:
-    """Case-folded, compatibility-decomposed, without combining marks."""
+    """Lower-cased, compatibility forms read as plain letters, Latin/Greek/Cyrillic accents dropped."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text).casefold()
-    if decomposed.isascii():
-        return decomposed
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
 
 
 @functools.lru_cache(maxsize=65536)

@@ -169,6 +169,9 @@ def score_words(index: Postings, owner: str, terms: Sequence[str], *, records: i
             df = max(df, index.records_holding(owner, term))
             if df <= len(found):
                 df = max(df, index.holder_count(owner, term))
+        # Never more holders than records: a count from another source (word counts, a stale
+        # row) must not turn the weight negative and void every word of the question.
+        df = min(df, records)
         kept.append((term, found, math.log((records - df + 0.5) / (df + 0.5) + 1.0)))
     whole = sum(weight for _, _, weight in kept)
     scores = WordScores(records, owner, index)
