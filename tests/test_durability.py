@@ -448,3 +448,46 @@ def test_a_crash_is_checked_in_full_even_when_the_next_process_has_the_dead_ones
         assert memory.recall("Lisbon river", user_id="u") == []
         (match,) = memory.recall("Berlin zoo", user_id="u")
         assert {"berlin", "zoo"} <= set(match.breakdown.matched_terms)
+
+
+DIE_BETWEEN_TWO_RETIREMENTS = textwrap.dedent(
+    """
+    import json, os, sys
+    sys.path.insert(0, sys.argv[2])
+    from mnemic import Memory, HashEmbedder
+    from mnemic.core.write_pipeline import WritePipeline
+    from scripted_llm import ScriptedLLM, existing_aliases
+
+    def decide(messages):
+        known = existing_aliases(messages)
+        if "Has a dog." in known and "Has a cat." in known:
+            return json.dumps({"decisions": [{"fact": 1, "decision": "update", "reason": "pets changed",
+                                              "targets": [known["Has a dog."], known["Has a cat."]]}]})
+        return json.dumps({"decisions": [{"fact": 1, "decision": "insert", "targets": [], "reason": "new"}]})
+
+    memory = Memory(sys.argv[1], embedder=HashEmbedder(), llm=ScriptedLLM(decide))
+    retire, calls = WritePipeline._retire, []
+
+    def die_on_the_second(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            os._exit(9)
+        return retire(self, *args, **kwargs)
+
+    WritePipeline._retire = die_on_the_second
+    memory.remember("Has a dog and a cat, both adopted in 2020.", user_id="alice")
+    """
+)
+
+
+def test_a_crash_between_two_retirements_of_one_replacement_finishes_both(store_path: Path) -> None:
+    # A replacement of two facts named only the first in `supersedes`: killed after retiring it,
+    # the second stayed live beside its replacement for good.
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        memory.remember("Has a dog.", user_id="alice")
+        memory.remember("Has a cat.", user_id="alice")
+    child = subprocess.run([sys.executable, "-c", DIE_BETWEEN_TWO_RETIREMENTS, str(store_path),
+                            str(Path(__file__).parent)], capture_output=True, text=True, timeout=120)
+    assert child.returncode == 9, child.stderr
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        assert [r.text for r in memory.list(user_id="alice")] == ["Has a dog and a cat, both adopted in 2020."]

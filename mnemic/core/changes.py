@@ -185,7 +185,8 @@ class RecordChanges:
                                               "version": before.version + 1})
             olds, reason = replacements.what_it_replaces(after) if replacements is not None else ([], "")
             if olds:
-                after = after.model_copy(update={"supersedes": olds[0].id})
+                after = after.model_copy(update={"supersedes": olds[0].id,
+                                                 "also_supersedes": [old.id for old in olds[1:]]})
             self._records.update(before, after, action="confirm", actor=actor, reason=None, reembed=False)
             if olds and replacements is not None:
                 replacements.retire(olds, after, reason=reason, actor=actor)

@@ -34,7 +34,7 @@ NEVER = 253402300799.0  # 9999-12-31T23:59:59Z
 USER_META_PREFIX = "x."
 RECORD_FIELD = "record"
 FILTER_FIELDS = ("kind", "scope_path", "updated_at")
-_LIST_FIELDS = ("categories", "links")
+_LIST_FIELDS = ("categories", "links", "also_supersedes")
 _OPTIONAL_TEXT = ("topic", "session_id", "invalidated_by", "invalid_reason", "supersedes", "source")
 # The keys of the one-key-per-field form, removed from a record when it is rewritten.
 _SPREAD_FIELDS = ("user_id", "namespace", "scope", "importance", "author", "source_kind", "state", "hash",
@@ -140,6 +140,7 @@ def from_metadata(record_id: str, document: str, stored: dict[str, Any]) -> Memo
         invalidated_by=meta.get("invalidated_by"),
         invalid_reason=meta.get("invalid_reason"),
         supersedes=meta.get("supersedes"),
+        also_supersedes=list(meta.get("also_supersedes") or []),
         created_at=from_ts(meta.get("created_at")) or datetime.now(timezone.utc),
         updated_at=from_ts(meta.get("updated_at")) or datetime.now(timezone.utc),
         last_accessed_at=from_ts(meta.get("last_accessed_at")),

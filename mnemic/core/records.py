@@ -98,6 +98,9 @@ class MemoryRecord(BaseModel):
     invalidated_by: str | None = None
     invalid_reason: str | None = None
     supersedes: str | None = None
+    # The other records it replaced when it replaced several (`supersedes` names the first): a
+    # crash before they are all retired is finished from these (WritePipeline.finish_retirements).
+    also_supersedes: list[str] = Field(default_factory=list)
     created_at: datetime
     updated_at: datetime
     last_accessed_at: datetime | None = None

@@ -248,7 +248,7 @@ class WritePipeline:
     def _successor(record: MemoryRecord, olds: list[MemoryRecord], *, update: bool) -> MemoryRecord:
         """The new record that replaces `olds`: linked to the first, and at least as private as any
         (a replacement must not publish what the old fact kept to its source)."""
-        changes: dict[str, Any] = {"supersedes": olds[0].id}
+        changes: dict[str, Any] = {"supersedes": olds[0].id, "also_supersedes": [o.id for o in olds[1:]]}
         private_olds = [o for o in olds if o.private]
         if private_olds and not record.private:
             changes["private"] = True
@@ -295,13 +295,15 @@ class WritePipeline:
             return 0
         retired = 0
         with self._records.lock:
-            olds = {r.id: r for r in self._records.read(replacing[0].user_id, [r.supersedes or "" for r in replacing])}
+            wanted = [old_id for r in replacing for old_id in (r.supersedes or "", *r.also_supersedes)]
+            olds = {r.id: r for r in self._records.read(replacing[0].user_id, wanted)}
             for record in replacing:
-                old = olds.get(record.supersedes or "")
-                if old is not None and old.state != "invalid":
-                    self._retire(old, record, reason="replaced by a statement stored before the last process "
-                                 f"stopped: {record.text!r}", actor=actor)
-                    retired += 1
+                for old_id in (record.supersedes or "", *record.also_supersedes):
+                    old = olds.get(old_id)
+                    if old is not None and old.state != "invalid":
+                        self._retire(old, record, reason="replaced by a statement stored before the last process "
+                                     f"stopped: {record.text!r}", actor=actor)
+                        retired += 1
         return retired
 
     def finish_interrupted_retirements(self, *, actor: str = "repair") -> int:
