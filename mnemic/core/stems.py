@@ -45,9 +45,13 @@ def _word() -> re.Pattern[str]:
     return re.compile(r"(?:[^\W_]|[" + "".join(ranges) + "])+")
 
 
+_ASCII_WORD = re.compile(r"[^\W_]+")
+
+
 def folded_words(text: str) -> list[str]:
     """The words of a text as the index holds them before stemming, in order."""
-    return _word().findall(fold(text))
+    folded = fold(text)
+    return (_ASCII_WORD if folded.isascii() else _word()).findall(folded)
 
 
 def fold(text: str) -> str:
