@@ -1,10 +1,10 @@
 """Keyword relevance with SQLite FTS5: the lexical half of hybrid recall.
 
 Chroma has no local BM25, so this index lives beside it: FTS5 holds each record's word stems,
-tagged with their owner, and `word_scores.py` scores the holders it lists. It is a cache, never the truth: every
-hit is re-read from Chroma and filtered there (owner, state, expiry, scope) before it is served,
-so a stale entry can cost a candidate but can never serve a wrong record. After a crash the
-index is repaired from Chroma (see `LexicalIndex.sync`).
+tagged with their owner, and `word_scores.py` scores the holders it lists. It is a cache, never
+the truth: every hit is re-read from Chroma and filtered there (owner, state, expiry, scope)
+before it is served, so a stale entry can cost a candidate but can never serve a wrong record.
+After a crash the index is repaired from Chroma (see `LexicalIndex.sync`).
 """
 
 from __future__ import annotations
