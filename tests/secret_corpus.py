@@ -15,6 +15,7 @@ import hashlib
 import random
 import string
 from importlib import resources
+from pathlib import Path
 
 from mnemic.core.safety import iban_valid, luhn_valid
 
@@ -817,3 +818,10 @@ LOOK_ALIKES += [
 "env:\n  - name: DB_USER\n    value: admin\n  - name: DB_HOST\n    value: db.internal",
 '{"secrets": {"region": "us-east-1", "owner": "platform-team"}}',
 ]
+
+
+def store_bytes(path: Path) -> bytes:
+    """Every byte under a store directory (Chroma's database and write log, the local database):
+    what the secret tests look through for a secret that must not be there."""
+    return b"".join(f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file())
+

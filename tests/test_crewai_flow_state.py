@@ -7,6 +7,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +57,21 @@ def review_flow(persistence: FlowStatePersistence) -> type[Flow[ReviewState]]:
 def _rows(db: Path, table: str) -> list[tuple[object, ...]]:
     with sqlite3.connect(db) as connection:
         return connection.execute(f"SELECT flow_uuid, user_id FROM {table} ORDER BY id").fetchall()
+
+
+def private_notes(persistence: FlowStatePersistence, state: type[BaseModel], user_field: str,
+                  seen: list[str]) -> type[Flow[Any]]:
+    """A flow that writes its user a private note, once, and records the draft each run starts from."""
+
+    @persist(persistence)
+    class Notes(Flow[state]):  # type: ignore[valid-type]
+        @start()
+        def write(self) -> str:
+            seen.append(self.state.draft)
+            self.state.draft = self.state.draft or f"{getattr(self.state, user_field)}'s private note"
+            return self.state.draft
+
+    return Notes
 
 
 def test_persisted_flow_states_are_owned_bounded_and_resumable(store: Memory, tmp_path: Path) -> None:
@@ -167,17 +183,8 @@ def test_a_flow_run_of_another_user_is_neither_loaded_nor_continued(store: Memor
 
 
 def test_a_flow_without_a_crewmemory_loads_no_other_users_run_either(store: Memory, tmp_path: Path) -> None:
-    persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store)
     seen: list[str] = []
-
-    @persist(persistence)
-    class Notes(Flow[ReviewState]):
-        @start()
-        def write(self) -> str:
-            seen.append(self.state.draft)
-            self.state.draft = self.state.draft or f"{self.state.user_id}'s private note"
-            return self.state.draft
-
+    Notes = private_notes(FlowStatePersistence(tmp_path / "flows.db", memory=store), ReviewState, "user_id", seen)
     alices = Notes()
     alices.kickoff(inputs={"user_id": "alice"})
     with pytest.raises(FlowOwnerError):
@@ -194,17 +201,9 @@ class CustomerState(BaseModel):
 def test_a_flow_naming_its_user_under_another_key_loads_no_other_users_run(store: Memory, tmp_path: Path) -> None:
     # With user_key="customer" the kickoff's inputs name the user under that key: the loader read
     # only "user_id", found no user, and loaded whichever run the `id` named.
-    persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store, user_key="customer")
     seen: list[str] = []
-
-    @persist(persistence)
-    class Notes(Flow[CustomerState]):
-        @start()
-        def write(self) -> str:
-            seen.append(self.state.draft)
-            self.state.draft = self.state.draft or f"{self.state.customer}'s private note"
-            return self.state.draft
-
+    Notes = private_notes(FlowStatePersistence(tmp_path / "flows.db", memory=store, user_key="customer"),
+                          CustomerState, "customer", seen)
     alices = Notes()
     alices.kickoff(inputs={"customer": "alice"})
     assert _rows(tmp_path / "flows.db", "flow_states") == [(alices.state.id, "alice")]
@@ -250,15 +249,7 @@ def test_a_flow_keyed_by_uuid_loads_no_other_users_run_and_an_unreadable_user_id
     # kickoff ran a method on alice's state before its save was refused.
     persistence = FlowStatePersistence(tmp_path / "flows.db", memory=store)
     seen: list[str] = []
-
-    @persist(persistence)
-    class Notes(Flow[UuidState]):
-        @start()
-        def write(self) -> str:
-            seen.append(self.state.draft)
-            self.state.draft = self.state.draft or f"{self.state.user_id}'s private note"
-            return self.state.draft
-
+    Notes = private_notes(persistence, UuidState, "user_id", seen)
     alice, bob = uuid.UUID(int=1), uuid.UUID(int=2)
     alices = Notes()
     alices.kickoff(inputs={"user_id": alice})

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from scripted_llm import ScriptedLLM
+from secret_corpus import store_bytes
 
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
@@ -75,10 +76,6 @@ ORDINARY = [
 ]
 
 
-def _store_bytes(path: Path) -> bytes:
-    return b"".join(f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file())
-
-
 def _leaked(secrets: list[tuple[str, str, str]], stored: bytes) -> list[str]:
     """The secrets whose bytes are in the store files. A 4-digit PIN also occurs by chance in ids,
     hashes and timestamps: those are covered by the refusal itself."""
@@ -112,7 +109,7 @@ def test_remember_refuses_every_disguised_secret_and_none_reaches_the_store_file
         for text in ORDINARY:
             assert memory.remember(text, user_id="bob") is not None, text
         assert memory.stats.secrets_refused >= len(DISGUISED)
-    assert not _leaked(DISGUISED, _store_bytes(tmp_path))
+    assert not _leaked(DISGUISED, store_bytes(tmp_path))
 
 
 def test_observe_redacts_a_disguised_label_before_the_model_sees_it(tmp_path: Path) -> None:
@@ -127,4 +124,4 @@ def test_observe_redacts_a_disguised_label_before_the_model_sees_it(tmp_path: Pa
     assert "Austin" in prompts
     sent = [what for what, _, secret in DISGUISED_LABELS if secret in prompts]
     assert not sent, sent
-    assert not _leaked(DISGUISED_LABELS, _store_bytes(tmp_path))
+    assert not _leaked(DISGUISED_LABELS, store_bytes(tmp_path))

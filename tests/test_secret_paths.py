@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from scripted_llm import ScriptedLLM, fact, facts_json
-from secret_corpus import LOOK_ALIKES, SECRETS
+from secret_corpus import LOOK_ALIKES, SECRETS, store_bytes
 
 from mnemic import IngestResult, Memory, SecretRefusedError
 from mnemic.core.embeddings import HashEmbedder
@@ -377,11 +377,6 @@ def test_the_langchain_remember_tool_stores_no_secret(mem: Memory) -> None:
 # -- fields that are not a record's text (found by an attack: each was stored) ------------------
 
 
-def _store_bytes(path: Path) -> bytes:
-    """Every byte under a store directory: Chroma's database and write log, the local database."""
-    return b"".join(f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file())
-
-
 def test_a_policy_holding_a_secret_is_refused_and_the_store_keeps_none_of_it(tmp_path: Path) -> None:
     # A policy sits in the namespace settings (and Chroma's write log, for good) and goes into
     # every extraction prompt.
@@ -395,7 +390,7 @@ def test_a_policy_holding_a_secret_is_refused_and_the_store_keeps_none_of_it(tmp
         assert memory.policy.instructions == "Keep facts short."  # the stored policy is unchanged
     with pytest.raises(SecretRefusedError, match="instructions"):
         Memory(tmp_path / "other", embedder=HashEmbedder(), policy={"mode": "auto", "instructions": secret})
-    assert b"Sunflower#77" not in _store_bytes(tmp_path)
+    assert b"Sunflower#77" not in store_bytes(tmp_path)
 
 
 def test_a_models_reason_is_kept_without_the_secret_it_quotes(tmp_path: Path) -> None:
@@ -412,7 +407,7 @@ def test_a_models_reason_is_kept_without_the_secret_it_quotes(tmp_path: Path) ->
         (record,) = memory.list(user_id="alice")
         reasons = [entry.details.get("reason", "") for entry in memory.history(record.id)]
         assert any("was not recorded" in reason and REDACTED in reason for reason in reasons)
-    assert b"Sunflower#77" not in _store_bytes(tmp_path)
+    assert b"Sunflower#77" not in store_bytes(tmp_path)
 
 
 def test_a_secret_in_a_models_update_reason_neither_stores_it_nor_loses_the_turn(tmp_path: Path) -> None:
@@ -426,7 +421,7 @@ def test_a_secret_in_a_models_update_reason_neither_stores_it_nor_loses_the_turn
         memory.observe([{"role": "user", "content": "I moved to Dallas."}], user_id="alice")
         memory.drain_writes()
         assert [r.text for r in memory.list(user_id="alice")] == ["Lives in Dallas."]
-    assert b"Sunflower#77" not in _store_bytes(tmp_path)
+    assert b"Sunflower#77" not in store_bytes(tmp_path)
 
 
 def test_a_secret_actor_is_refused_by_forget_and_note_deletion(mem: Memory) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from secret_corpus import store_bytes
 
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
@@ -74,10 +75,6 @@ def mem(tmp_path: Path) -> Any:
         yield memory
 
 
-def _store_bytes(path: Path) -> bytes:
-    return b"".join(f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file())
-
-
 def test_the_langgraph_store_refuses_a_value_its_entry_or_an_ancestor_names(mem: Memory, tmp_path: Path) -> None:
     pytest.importorskip("langgraph")
     from mnemic.integrations.langgraph import MnemicStore
@@ -90,7 +87,7 @@ def test_the_langgraph_store_refuses_a_value_its_entry_or_an_ancestor_names(mem:
     for i, value in enumerate(ORDINARY):
         store.put(("memories", "bob"), f"ok{i}", value)
         assert store.get(("memories", "bob"), f"ok{i}") is not None, value
-    stored = _store_bytes(tmp_path)
+    stored = store_bytes(tmp_path)
     assert not [shape for shape, _, secret in NAMED_BY_STRUCTURE if secret.encode() in stored]
 
 
@@ -125,7 +122,7 @@ def test_a_json_knowledge_file_skips_the_entry_holding_a_password(mem: Memory, t
     texts = [chunk.text for chunk in mem.knowledge.list(limit=100)]
     assert any("db.internal" in text for text in texts)  # the entry naming no credential went in
     assert not any("Zx9!kube-db-pass" in text for text in texts)
-    assert b"Zx9!kube-db-pass" not in _store_bytes(tmp_path / "m")
+    assert b"Zx9!kube-db-pass" not in store_bytes(tmp_path / "m")
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps(ORDINARY[0]))
     assert mem.knowledge.add_file(plain).refused == []
