@@ -6,7 +6,11 @@ marker word they all carry, case-folded (the keyword index keeps words lower-cas
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
+from scripted_llm import ScriptedLLM, existing_aliases
 
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
@@ -194,3 +198,47 @@ def test_an_erasure_a_crash_cut_short_is_scrubbed_on_the_next_open(store_path: P
         assert len(memory.list(user_id="erin")) == 5
         assert memory.recall("spare keys flowerpot", user_id="erin")
     assert copies(store_path, "zqxerin") == {}
+
+
+def _retire_by_rules(memory: Memory) -> tuple[str, str]:
+    old = memory.remember("The account manager is Jane Smith.", user_id="alice")
+    new = memory.remember("The account manager is now Tom Zqxbaker.", user_id="alice")
+    assert old is not None and new is not None
+    return old.id, new.id
+
+
+def _retire_by_llm(memory: Memory) -> tuple[str, str]:
+    old = memory.remember("Lives in Austin.", user_id="alice")
+    new = memory.remember("Lives in Zqxdenver.", user_id="alice")
+    assert old is not None and new is not None
+    return old.id, new.id
+
+
+def _llm_quoting_the_replacement(messages: list[dict[str, str]]) -> str:
+    alias = existing_aliases(messages)["Lives in Austin."]
+    return json.dumps({"decisions": [{"fact": 1, "decision": "invalidate", "targets": [alias],
+                                      "reason": "moved: Lives in Zqxdenver."}]})
+
+
+@pytest.mark.parametrize("erase", ["delete", "forget-ids"])
+@pytest.mark.parametrize("decided_by", ["rules", "llm"])
+def test_erasing_a_replacement_leaves_no_quote_of_it_in_the_fact_it_retired(store_path: Path, decided_by: str,
+                                                                             erase: str) -> None:
+    """The fact a replacement retired says why; the replacement's erasure takes any quote of it
+    out of that reason, its audit trail and the files, and leaves the retired fact retired."""
+    llm = ScriptedLLM(_llm_quoting_the_replacement) if decided_by == "llm" else None
+    with Memory(store_path, embedder=HashEmbedder(), llm=llm) as memory:
+        old_id, new_id = (_retire_by_llm if llm else _retire_by_rules)(memory)
+        assert memory.get(old_id).invalidated_by == new_id
+        for i in range(150):  # enough writes for Chroma to save its index and purge its log
+            memory.remember(f"Alice note {i} about the weather.", user_id="alice")
+        if erase == "delete":
+            memory.delete(new_id)
+        else:
+            memory.forget(user_id="alice", ids=[new_id])
+        retired = memory.get(old_id)
+        assert retired.state == "invalid" and retired.invalidated_by == new_id
+        assert "zqx" not in (retired.invalid_reason or "").lower()
+        assert all("zqx" not in (h.reason or "").lower() for h in memory.history(old_id))
+        assert copies(store_path, "zqx") == {}
+    assert copies(store_path, "zqx") == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from scripted_llm import ScriptedLLM, existing_aliases
 
 import mnemic.core.lexical_sync as lexical_sync
 from mnemic import Memory
@@ -84,6 +86,27 @@ def test_remember_recall_and_lifecycle_through_a_server(chroma_server: int, name
         assert [h.action for h in memory.history(gone.id)] == ["add", "invalidate"]
         assert memory.forget(user_id="bob") == 1
         assert memory.recall("billing address", user_id="bob") == []
+
+
+def test_erasing_a_replacement_takes_its_quote_out_of_the_shared_audit_trail(chroma_server: int,
+                                                                          namespace: str) -> None:
+    """On a server the trail is a Chroma collection: the retired fact's reason there loses its
+    quote of the erased replacement too (an LLM's reason quotes what replaced the fact)."""
+    def quoting(messages: list[dict[str, str]]) -> str:
+        alias = existing_aliases(messages)["Lives in Austin."]
+        return json.dumps({"decisions": [{"fact": 1, "decision": "invalidate", "targets": [alias],
+                                          "reason": "moved: Lives in Zqxdenver."}]})
+
+    with Memory(client=_client(chroma_server), namespace=namespace, embedder=HashEmbedder(),
+                llm=ScriptedLLM(quoting)) as memory:
+        old = memory.remember("Lives in Austin.", user_id="alice")
+        new = memory.remember("Lives in Zqxdenver.", user_id="alice")
+        assert old is not None and new is not None
+        assert "Zqxdenver" in (memory.history(old.id)[-1].reason or "")
+        memory.delete(new.id)
+        assert memory.get(old.id).invalidated_by == new.id
+        assert "Zqxdenver" not in (memory.get(old.id).invalid_reason or "")
+        assert all("Zqxdenver" not in (h.reason or "") for h in memory.history(old.id))
 
 
 def test_a_second_client_sees_the_first_clients_writes(

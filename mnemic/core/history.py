@@ -96,6 +96,16 @@ def redacted(raw: dict[str, Any]) -> dict[str, Any]:
     return {**kept, "before": None, "after": None, "reason": None, "details": {"redacted": True}}
 
 
+# What a record retired by a replacement says of it once the replacement is erased.
+ERASED_REASON = "replaced by a statement since erased"
+
+
+def without_reason(raw: dict[str, Any]) -> dict[str, Any]:
+    """An entry whose reason is gone, because it may quote a record being erased (a fact retired
+    by a replacement says why, and an LLM's reason can quote the replacement)."""
+    return {**raw, "reason": ERASED_REASON}
+
+
 class HistoryLog(Protocol):
     """Where a namespace's audit entries live: Chroma (shared by every process of a server) or the
     local database of an embedded store. Entries are dicts made by `entry()`."""
@@ -113,6 +123,10 @@ class HistoryLog(Protocol):
     def delete(self, entry_ids: Sequence[str]) -> None: ...
 
     def redact(self, record_ids: Sequence[str]) -> None: ...
+
+    def drop_reasons(self, record_ids: Sequence[str], action: Action) -> None:
+        """Forget why the records' `action` entries were made (see `without_reason`)."""
+        ...
 
     def clear(self) -> None:
         """Every entry of the namespace (reset)."""

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .history import redacted
+from .history import Action, redacted, without_reason
 from .local_db import LocalDatabase
 
 _SCHEMA = """
@@ -93,6 +93,17 @@ class LocalHistory:
                     f"({','.join('?' * len(chunk))})", (self.namespace, *chunk)).fetchall()
                 connection.executemany("UPDATE history SET body = ? WHERE entry_id = ?",
                                        [(json.dumps(redacted(json.loads(body)), default=str), entry_id)
+                                        for entry_id, body in rows])
+
+    def drop_reasons(self, record_ids: Sequence[str], action: Action) -> None:
+        with self._db.transaction() as connection:
+            for start in range(0, len(record_ids), _CHUNK):
+                chunk = list(record_ids[start:start + _CHUNK])
+                rows = connection.execute(
+                    f"SELECT entry_id, body FROM history WHERE namespace = ? AND action = ? AND record_id IN "
+                    f"({','.join('?' * len(chunk))})", (self.namespace, action, *chunk)).fetchall()
+                connection.executemany("UPDATE history SET body = ? WHERE entry_id = ?",
+                                       [(json.dumps(without_reason(json.loads(body)), default=str), entry_id)
                                         for entry_id, body in rows])
 
     def clear(self) -> None:

@@ -177,9 +177,11 @@ def replaced_value(new_text: str, old_text: str) -> bool:
 
 
 def contradiction(new_text: str, old_text: str, cosine: float, th: Thresholds) -> str | None:
-    """Why `new_text` makes `old_text` no longer true, or None when the rules cannot tell."""
+    """Why `new_text` makes `old_text` no longer true, or None when the rules cannot tell. The
+    reason never quotes `new_text`: the retired record names its replacement (`invalidated_by`),
+    and a quote would outlive the replacement's erasure inside the record it retired."""
     if cosine >= th.related and replaced_value(new_text, old_text):
-        return f"a new value for the same thing: {new_text!r}"
+        return "a new value for the same thing"
     if cosine < th.related or not (has_change_marker(new_text) or negated(new_text) or negated(old_text)):
         return None
     old_words, new_words = _content(old_text), _content(new_text)
@@ -190,9 +192,9 @@ def contradiction(new_text: str, old_text: str, cosine: float, th: Thresholds) -
     # must be mostly about what the old one said, not merely mention it.
     if has_change_marker(new_text) and not has_change_marker(old_text) and not negated(old_text) \
             and coverage >= 0.6 and _jaccard(old_words, new_words) >= 0.4:
-        return f"an explicit change about the same thing: {new_text!r}"
+        return "an explicit change about the same thing"
     if negated(new_text) != negated(old_text) and _jaccard(old_words, new_words) >= 0.6:
-        return f"an explicit negation of the same statement: {new_text!r}"
+        return "an explicit negation of the same statement"
     return None
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .codec import from_metadata, to_metadata
-from .history import Action, HistoryLog, entry
+from .history import ERASED_REASON, Action, HistoryLog, entry
 from .identity import erased_owner_id
 from .lexical import LexicalIndex
 from .local_db import LocalDatabase
@@ -206,6 +206,7 @@ class RecordWriter:
         so no crash leaves a deleted record's text in the trail."""
         tombstone = entry("delete", record=record, actor=actor, before=None, after=None, reason=reason,
                           version=record.version + 1)
+        self._forget_reasons_quoting(record.user_id, [record])
 
         def local() -> None:
             self.history.redact([record.id])
@@ -239,6 +240,8 @@ class RecordWriter:
             tombstones.append(tomb)
 
         erased_entries = self.history.ids_for_records(ids)
+        if not drop_collection:
+            self._forget_reasons_quoting(user_id, records)
 
         def local() -> None:
             self.history.delete(erased_entries)
@@ -257,6 +260,23 @@ class RecordWriter:
         if scrub:
             self.scrub({} if drop_collection else {user_id: ids})
         return len(records)
+
+    def _forget_reasons_quoting(self, user_id: str, erased: Sequence[MemoryRecord]) -> None:
+        """Before records are erased, the records they retired stop saying why: a retirement's
+        reason may quote its replacement (an LLM's reason, or one an older mnemic wrote), and the
+        erased text must leave every file. Done first, so no failure of the erasure leaves a quote
+        behind; the retired record still names its replacement's id in `invalidated_by`. A
+        replacement names what it retired (`supersedes`, `also_supersedes`)."""
+        replaced_by = {old_id: record.id for record in erased
+                       for old_id in (record.supersedes, *record.also_supersedes) if old_id}
+        retired = [r for r in self.read(user_id, sorted(replaced_by))
+                   if r.invalidated_by == replaced_by[r.id] and r.invalid_reason != ERASED_REASON]
+        if not retired:
+            return
+        self.history.drop_reasons([r.id for r in retired], "invalidate")
+        self.store.replace_metadata(user_id, [
+            StoredRow(r.id, r.text, to_metadata(r.model_copy(update={"invalid_reason": ERASED_REASON}),
+                                                for_update=True)) for r in retired])
 
     def index(self, records: Sequence[MemoryRecord]) -> None:
         """Put records (all of one user) in the lexical index, with where each turn sits."""

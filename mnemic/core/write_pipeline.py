@@ -302,7 +302,7 @@ class WritePipeline:
                     old = olds.get(old_id)
                     if old is not None and old.state != "invalid":
                         self._retire(old, record, reason="replaced by a statement stored before the last process "
-                                     f"stopped: {record.text!r}", actor=actor)
+                                     "stopped", actor=actor)
                         retired += 1
         return retired
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..history import redacted
+from ..history import Action, redacted, without_reason
 from .chroma import ChromaStore
 
 _PLACEHOLDER_VECTOR = [1.0]
@@ -77,6 +77,10 @@ class ChromaHistory:
         for result in self._get(record_ids, ["documents"]):
             entries = [redacted(json.loads(doc)) for doc in result.get("documents") or []]
             self.add(entries)
+
+    def drop_reasons(self, record_ids: Sequence[str], action: Action) -> None:
+        for result in self._get(record_ids, ["documents"], actions=(action,)):
+            self.add([without_reason(json.loads(doc)) for doc in result.get("documents") or []])
 
     def clear(self) -> None:
         self._store.drop_history()
