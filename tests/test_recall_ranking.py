@@ -281,3 +281,20 @@ def test_an_explanation_names_the_query_words_that_scored(query: str, text: str,
     from mnemic.core.lexical import matched_terms
 
     assert matched_terms(query, text) == matched
+
+
+def test_conversation_context_is_only_what_other_turns_lend(memory: Memory) -> None:
+    """A turn alone in its session scores what the same record outside any conversation scores,
+    with nothing called context; a turn whose session holds a better match is lent its share."""
+    memory.remember("Rex the beagle loves the beach.", user_id="alice", session_id="s1", turn=1)
+    memory.remember("Rex the beagle loves the beach.", user_id="bob")
+    (alone,) = memory.recall("beagle beach", user_id="alice")
+    (outside,) = memory.recall("beagle beach", user_id="bob")
+    assert alone.score == pytest.approx(outside.score)
+    assert alone.breakdown.context == 0.0 and "context" not in alone.explanation
+
+    memory.remember("We walk Rex the beagle on the beach at dawn.", user_id="carol", session_id="s2", turn=1)
+    memory.remember("The beach was windy.", user_id="carol", session_id="s2", turn=5)
+    best, lent = memory.recall("Rex the beagle beach dawn", user_id="carol")
+    assert best.breakdown.context == 0.0
+    assert lent.breakdown.context > 0 and "conversation context" in lent.explanation

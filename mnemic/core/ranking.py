@@ -262,13 +262,15 @@ def fuse(
     text_of = {c.record.id: getattr(c.record, "text", c.record.id) for c in candidates}
 
     by_turn: dict[tuple[str, int], float] = {}
-    by_session: dict[str, float] = {}
+    # A session's best turn: its relevance, and which record it is.
+    by_session: dict[str, tuple[float, str]] = {}
     for score, candidate in zip(own, candidates, strict=True):
         record = candidate.record
         if score > 0 and record.session_id is not None and record.turn is not None:
             key = (record.session_id, record.turn)
             by_turn[key] = max(by_turn.get(key, 0.0), score)
-            by_session[record.session_id] = max(by_session.get(record.session_id, 0.0), score)
+            if score > by_session.get(record.session_id, (0.0, ""))[0]:
+                by_session[record.session_id] = (score, record.id)
 
     fused = []
     for score, candidate in zip(own, candidates, strict=True):
@@ -283,8 +285,14 @@ def fuse(
             context = weights.context * near + weights.context_far * far
             if score <= 0 and context <= 0 and linked <= 0:
                 continue
-            context += weights.session * by_session.get(session, 0.0)
             semantic, lexical = _parts(candidate, weights) if score > 0 else (0.0, 0.0)
+            best, best_id = by_session.get(session, (0.0, ""))
+            if best_id == record.id:
+                # Its session's best turn is itself: that share is its own relevance, not context
+                # (the same sum a record outside any conversation gets, said truthfully).
+                semantic, lexical = semantic * (1.0 + weights.session), lexical * (1.0 + weights.session)
+            else:
+                context += weights.session * best
         elif score <= 0 and linked <= 0:
             continue
         else:
