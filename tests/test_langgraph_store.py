@@ -74,6 +74,23 @@ def test_an_item_is_a_memory_of_the_user_its_namespace_names(memory: Memory, sto
     assert memory.users() == ["alice"]
 
 
+@pytest.mark.parametrize("change", [{"text": "Prefers aisle seats."}, {"metadata": {"reviewed": True}},
+                                    {"scope": "/elsewhere"}])
+def test_an_item_is_changed_through_the_store_not_by_memory_update(memory: Memory, store: MnemicStore,
+                                                                   change: dict[str, object]) -> None:
+    """update() of an item's record would leave the store serving the old value (text) or lose
+    the item (its fields): it is refused, naming the way that works, and nothing changes."""
+    store.put(ALICE, "seat", {"text": "Prefers window seats."})
+    rid = record_id(store, ALICE, "seat")
+    with pytest.raises(ValueError, match=r"MnemicStore\.put"):
+        memory.update(rid, **change)  # type: ignore[arg-type]
+    item = store.get(ALICE, "seat")
+    assert item is not None and item.value == {"text": "Prefers window seats."}
+    assert memory.get(rid).text == "Prefers window seats."
+    store.put(ALICE, "seat", {"text": "Prefers aisle seats."})
+    assert [i.value["text"] for i in store.search(ALICE, query="seats")] == ["Prefers aisle seats."]
+
+
 def test_store_items_are_served_by_the_memory_tools_to_their_user_only(memory: Memory, store: MnemicStore) -> None:
     store.put(ALICE, "seat", {"text": "Prefers window seats."})
     assert "Prefers window seats." in core.search_memory(memory, "window seats", user_id="alice")

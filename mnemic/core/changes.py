@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .erasures import ErasureGuard
 from .lexical import LexicalIndex
+from .notes import NOTE_KIND
 from .record_writer import RecordWriter
 from .records import MemoryRecord, text_hash, utcnow
 from .retention import SETTING_PREFIX as RETAINED_PREFIX
@@ -143,6 +144,12 @@ class RecordChanges:
         self._writer.drain()  # the lock order: drain first, then lock
         with self._records.lock:
             before = self._reader.current(record_id)
+            if before.kind == NOTE_KIND:
+                # A store item's record carries the stored value and the store's own fields: a
+                # change made here would leave the store serving the old value, or losing the item.
+                raise ValueError(f"memory {record_id} is an item of a key-value store (kind 'note'), which "
+                                 "update() cannot change: put the new value through the store that wrote it "
+                                 "(LangGraph: MnemicStore.put(namespace, key, value)), or delete() it")
             after = before.model_copy(update={**changes, "updated_at": utcnow(), "version": before.version + 1})
             after = MemoryRecord.model_validate(after.model_dump())
             self._records.update(before, after, action="update", actor=actor, reason=reason,
