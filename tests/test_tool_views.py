@@ -37,6 +37,14 @@ def test_the_tools_work_through_a_read_only_slice_and_say_honestly_that_it_is(me
     assert "hourly" not in " ".join(c.text for c in memory.knowledge.list())
 
 
+def test_a_read_only_view_under_auto_says_it_saves_nothing_rather_than_that_it_saves_by_itself(
+        memory: Memory) -> None:
+    memory.set_policy(mode="auto")
+    work = memory.slice(["/work"], read_only=True)
+    assert core.remember(work, "Alice prefers tea.", user_id="alice") == core.READ_ONLY
+    assert core.remember(memory, "Alice prefers tea.", user_id="alice") == core.REMEMBER_AUTO  # writable
+
+
 @pytest.mark.parametrize("junk", [".", "1", "-", "\U0001F600" * 50, "  ...  "])
 def test_the_remember_tool_saves_no_text_without_a_word(memory: Memory, junk: str) -> None:
     memory.set_policy(mode="explicit")

@@ -128,6 +128,8 @@ def remember(memory: ToolMemory, fact: Any, *, user_id: str | None, scope: str |
         mode = _mode(memory)
         if mode == "off":
             return REMEMBER_OFF
+        if getattr(memory, "read_only", False):
+            return READ_ONLY  # before "auto": a read-only view saves nothing automatically either
         if mode == "auto":
             return REMEMBER_AUTO
         given = _clean(fact, "fact")
