@@ -96,6 +96,7 @@ def test_kickoffs_list_and_show(run, tmp_path: Path) -> None:  # type: ignore[no
     assert [k["user_id"] for k in planning] == ["alice"]
     assert [k["group_name"] for k in json.loads(run("kickoffs", "list", "--user", "bob", "--json"))] == ["triage"]
     assert "planning" in run("kickoffs", "list", "--all-users")
+    assert "anonymous:" in run("kickoffs", "list", "--user", "anonymous:x", ok=False)  # refused as memory list does
     shown = run("kickoffs", "show", first.run_id)
     assert "t-1" in shown and "Summary of the move." in shown and "alice" in shown
     assert json.loads(run("kickoffs", "show", first.run_id, "--json"))["steps"][0]["step_id"] == "t-1"

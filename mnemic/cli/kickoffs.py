@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..core.validation import check_user_id
 from .operator import opened, store_options
 from .terminal import cell
 
@@ -44,6 +45,11 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
     # keyboard (a --user left out) must not list everyone's.
     if (user_id is None) == (not all_users):
         raise click.UsageError("say whose kickoffs: --user USER, or --all-users")
+    if user_id is not None:
+        try:
+            user_id = check_user_id(user_id)  # as `memory list` does: no reserved owner is listed by name
+        except (TypeError, ValueError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--user") from None
     with opened(store, server, namespace, embedder) as memory:
         runs = memory.runs.runs(user_id=user_id)
     if crew is not None:
