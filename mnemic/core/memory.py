@@ -188,7 +188,7 @@ class Memory:
             local_history=history if isinstance(history, LocalHistory) else None, also=self._full_check)
         self._recovery.on_open()
         self._queued = QueuedWrites(WriteJournal(self._local, self.namespace), self._writer, self._pipeline,
-                                    self._records, self._erasures)
+                                    self._records, self._erasures, admit=self._intake.admit)
         self._queued.replay()
         if initial_policy is not None:
             self.set_policy(initial_policy)
