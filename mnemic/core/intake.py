@@ -36,6 +36,7 @@ from .validation import (
     check_choice,
     check_clean,
     check_created_at,
+    check_flag,
     check_importance,
     check_metadata,
     check_name,
@@ -180,8 +181,7 @@ class Intake:
         check_choice(kind, name="kind", choices=KINDS)
         session = check_optional_str(session_id, name="session_id")
         turn_no = check_turn(turn)
-        if not isinstance(private, bool):
-            raise TypeError(f"private must be True or False, got {type(private).__name__}")
+        check_flag(private, name="private")
         origin = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         extra = check_metadata(metadata)
         made_at = check_created_at(created_at)

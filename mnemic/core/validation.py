@@ -214,6 +214,14 @@ def check_choice(value: Any, *, name: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def check_flag(value: Any, *, name: str) -> bool:
+    """A True/False switch. Any other value is refused rather than read by its truthiness:
+    `include_invalid="no"` listed invalidated facts, `read_only=""` made a writable view."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return value
+
+
 def check_optional_str(value: Any, *, name: str, max_chars: int = MAX_NAME_CHARS) -> str | None:
     if value is None:
         return None
