@@ -63,7 +63,35 @@ CASES: list[tuple[str, Callable[[Memory], Any], type[Exception], str]] = [
      ValueError, "created_at=.* is out of range"),
     ("created_at text", lambda m: m.remember("Tea.", user_id="alice", created_at="yesterday"),
      TypeError, "created_at must be a datetime or an ISO 8601 string"),
+    # Flags any truthy value turned on ("no" listed invalidated facts) and a source of any type.
+    ("list include_invalid text", lambda m: m.list(user_id="alice", include_invalid="no"), TypeError,
+     "include_invalid must be True or False, got str"),
+    ("list include_pending int", lambda m: m.list(include_pending=0), TypeError,
+     "include_pending must be True or False"),
+    ("list include_expired None", lambda m: m.list(include_expired=None), TypeError,
+     "include_expired must be True or False"),
+    ("slice read_only empty", lambda m: m.slice("/a", read_only=""), TypeError, "read_only must be True or False"),
+    ("lessons background text", lambda m: _lessons(m).learn(["Cite a source."], user_id="alice",
+                                                             place=_place(), background="no"),
+     TypeError, "background must be True or False"),
+    ("recall source int", lambda m: m.recall("tea", user_id="alice", source=5), TypeError, "source must be a string"),
+    ("profile source int", lambda m: m.profile("alice", source=5), TypeError, "source must be a string"),
+    ("invalidate replaced by itself", lambda m: m.invalidate(
+        (own := m.list(user_id="alice")[0].id), reason="moved", replaced_by=own),
+     ValueError, "cannot be replaced by itself"),
 ]
+
+
+def _lessons(memory: Memory) -> Any:
+    from mnemic.core.lessons import LessonStore
+
+    return LessonStore(memory)
+
+
+def _place() -> Any:
+    from mnemic.core.lessons import LessonPlace
+
+    return LessonPlace("writer", "draft")
 
 
 def _store(memory: Memory) -> Any:

@@ -214,3 +214,17 @@ def test_control_characters_in_stored_text_are_shown_never_sent_to_the_terminal(
     # --json is unchanged: the text exactly as stored (JSON escapes the control characters itself).
     listed = json.loads(run("lessons", "list", "--user", "bob", "--json", "--include-invalid"))
     assert listed[0]["text"] == CONTROL.replace("\r", " ")
+
+
+def test_a_user_id_holding_a_blank_character_is_shown_so_an_operator_can_tell_it_apart(  # type: ignore[no-untyped-def]
+        run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Such ids are refused now, but a store an older version wrote may hold one ("alice" and a
+    # Hangul filler printed exactly as "alice"). Stored here the way only mnemic itself can.
+    from mnemic.core.identity import InternalUserId
+
+    with Memory(tmp_path / "store", embedder=HashEmbedder()) as memory:
+        memory.remember("Alice likes tea.", user_id="alice")
+        memory.remember("Mallory likes tea.", user_id=InternalUserId("alice\u3164"))
+    monkeypatch.setenv("COLUMNS", "400")  # tables are read whole, not folded
+    shown = run("memory", "list", "--all-users")
+    assert "alice\\u3164" in shown and "alice\u3164" not in shown

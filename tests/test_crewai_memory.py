@@ -18,6 +18,7 @@ from crewai_helpers import ScriptedLLM
 
 from mnemic import Memory
 from mnemic.core.embeddings import HashEmbedder
+from mnemic.core.identity import user_key
 from mnemic.integrations.crewai import (
     CrewMemory,
     DetachedMemoryError,
@@ -332,5 +333,5 @@ def test_a_failed_background_save_is_reported_as_an_event_and_does_not_fail_the_
         crewai_event_bus.flush()
     assert output.raw
     assert failures and "No space left on device" in failures[0].error
-    assert "for user 'alice'" in (failures[0].value or "")
+    assert f"for a user (key {user_key('alice')})" in (failures[0].value or "")
     store.drain_writes()  # reported through CrewAI already, not again

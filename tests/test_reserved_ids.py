@@ -93,7 +93,12 @@ def test_a_reserved_id_is_refused_on_every_write_path(memory: Memory) -> None:
 # Account names another user could register that looked like alice's once Unicode spaces were
 # stripped (U+3000 ideographic space, no-break space, line separator, an ASCII unit separator), or
 # that differ from it only by an invisible character.
-LOOK_ALIKES = ["alice\u3000", "\u00a0alice", "alice\u2028", "alice\x1f", "ali\u200bce", "alice\u2003"]
+LOOK_ALIKES = ["alice\u3000", "\u00a0alice", "alice\u2028", "alice\x1f", "ali\u200bce", "alice\u2003",
+               # Default-ignorable marks (combining grapheme joiner, variation selectors, Mongolian
+               # free variation selector) and the letters and symbols that render blank (Khmer inherent
+               # vowel, Hangul fillers, Braille blank): each printed exactly like "alice".
+               "alice\u034f", "alice\ufe0f", "alice\U000e0100", "ali\u180bce", "alice\u17b4", "alice\u115f",
+               "alice\u1160", "alice\u3164", "alice\uffa0", "alice\u2800"]
 
 
 @pytest.mark.parametrize("look_alike", LOOK_ALIKES)
@@ -115,3 +120,25 @@ def test_an_id_that_only_looks_like_another_users_is_refused_on_every_path(memor
 def test_ascii_spaces_around_an_id_are_still_the_same_user(memory: Memory) -> None:
     memory.remember("Alice's bank is Northwind Savings.", user_id="  alice\n")
     assert [r.text for r in memory.list(user_id="alice")] == ["Alice's bank is Northwind Savings."]
+
+
+def test_every_default_ignorable_character_is_refused_in_an_id() -> None:
+    regex = pytest.importorskip("regex")
+    from mnemic.core.validation import invisible_character
+
+    ignorable = [chr(c) for c in range(0x110000)
+                 if not 0xD800 <= c < 0xE000 and regex.fullmatch(r"\p{Default_Ignorable_Code_Point}", chr(c))]
+    assert len(ignorable) > 4000
+    assert [f"U+{ord(ch):04X}" for ch in ignorable if invisible_character(f"al{ch}ice") is None] == []
+
+
+# Names people have: combining marks that show (a virama, a vowel sign, an accent), other scripts,
+# emoji. None of them is invisible, so none may be refused as a look-alike.
+NAMES = ["अर्जुन", "প্রিয়া", "张伟", "山田太郎", "محمد", "Ольга", "Zoe\u0301", "José", "ひらがな", "fox🦊", "한국어"]
+
+
+def test_names_in_any_script_are_still_user_ids(memory: Memory) -> None:
+    for name in NAMES:
+        assert memory.remember(f"{name} likes tea.", user_id=name) is not None, name
+        assert [r.text for r in memory.list(user_id=name)] == [f"{name} likes tea."]
+    assert set(NAMES) <= set(memory.users())

@@ -448,3 +448,81 @@ def test_a_runs_labels_holding_a_secret_are_refused(mem: Memory) -> None:
         mem.runs.record_step(run.run_id, 0, {"raw": "done"}, step_id="AKIA2E0A8F3B244C9986")
     mem.runs.record_step(run.run_id, 0, {"raw": "done"}, step_id="5d41402abc4b2a76b9719d911017c592")  # ids pass
     assert [r.run_id for r in mem.runs.runs(group="crew")] == [run.run_id]
+
+
+# -- a credential given as the user id -------------------------------------------------------------
+
+USER_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_a_secret_user_id_is_refused_up_front_on_every_write_path(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # remember() refused it, but remember_many() acknowledged it, journaled the statement on disk
+    # and logged the token when the writer refused it later; observe() queued it the same way.
+    with caplog.at_level("DEBUG", logger="mnemic"), Memory(tmp_path / "m", embedder=HashEmbedder()) as memory:
+        memory.remember("Likes tea.", user_id="alice")
+        with pytest.raises(SecretRefusedError, match="user_id") as caught:
+            memory.remember_many(["I like coffee."], user_id=USER_TOKEN)
+        assert USER_TOKEN not in str(caught.value)
+        with pytest.raises(SecretRefusedError, match="user_id"):
+            memory.remember("I like coffee.", user_id=USER_TOKEN)
+        with pytest.raises(SecretRefusedError, match="user_id"):
+            memory.observe([{"role": "user", "content": "I like coffee."}], user_id=USER_TOKEN)
+        with pytest.raises(SecretRefusedError, match="user_id"):
+            memory.memorize(user_id=USER_TOKEN, messages=[{"role": "user", "content": "I like coffee."}])
+        memory.drain_writes()  # nothing was queued, so nothing fails later
+        assert memory.users() == ["alice"]
+    assert USER_TOKEN not in caplog.text
+    assert USER_TOKEN.encode() not in store_bytes(tmp_path)
+
+
+def test_a_failed_queued_write_names_its_user_without_quoting_the_id(
+        mem: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    # The description of a failed background write goes to the log and into BackgroundWriteError:
+    # a user id there could be a credential a screen did not recognise.
+    from mnemic import BackgroundWriteError
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError("No space left on device")
+
+    mem.remember("Seed.", user_id="mallory-9f2k")
+    mem._store.add = disk_full  # type: ignore[method-assign]
+    with caplog.at_level("ERROR", logger="mnemic"):
+        mem.remember_many(["I like coffee."], user_id="mallory-9f2k")
+        mem.observe([{"role": "user", "content": "I like tea."}], user_id="mallory-9f2k")
+        with pytest.raises(BackgroundWriteError) as raised:
+            mem.drain_writes()
+    assert "for a user (" in str(raised.value) and "No space left" in str(raised.value)
+    assert "mallory-9f2k" not in str(raised.value) and "mallory-9f2k" not in caplog.text
+
+
+def test_a_journaled_statement_a_secret_refusal_stops_is_dropped_on_open_not_kept_forever(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A journal an older mnemic wrote may hold a statement for a credential as user id: each open
+    # replayed it, was refused, and kept it for the next open, so the credential stayed on disk.
+    from mnemic.core.local_db import LocalDatabase
+    from mnemic.core.records import MemoryRecord, record_id_for, text_hash, utcnow
+    from mnemic.core.write_journal import WriteJournal
+
+    path = tmp_path / "m"
+    with Memory(path, embedder=HashEmbedder()) as memory:
+        memory.remember("Likes tea.", user_id="alice")
+
+    def statement(user: str, text: str) -> MemoryRecord:
+        return MemoryRecord(id=record_id_for("default", user, "fact", text_hash(text)), text=text,
+                            hash=text_hash(text), kind="fact", user_id=user, namespace="default",
+                            created_at=utcnow(), updated_at=utcnow())
+
+    database = LocalDatabase(path / "lexical.sqlite3", audit_trail=True)
+    try:
+        WriteJournal(database, "default").append(
+            [statement(USER_TOKEN, "I like coffee."), statement("alice", "Alice likes green tea.")], actor="user")
+    finally:
+        database.close()
+    with caplog.at_level("WARNING", logger="mnemic"), Memory(path, embedder=HashEmbedder()) as memory:
+        assert sorted(r.text for r in memory.list(user_id="alice")) == ["Alice likes green tea.", "Likes tea."]
+        assert memory.users() == ["alice"]
+    assert "dropping 1 queued statement(s)" in caplog.text and USER_TOKEN not in caplog.text
+    assert USER_TOKEN.encode() not in store_bytes(tmp_path)
+    with Memory(path, embedder=HashEmbedder()) as memory:  # nothing left to replay
+        assert len(memory.list(user_id="alice")) == 2

@@ -14,6 +14,7 @@ from chromadb.errors import InternalError
 
 import mnemic.core.store.retry as retry_module
 from mnemic import BackgroundWriteError, HashEmbedder, Memory
+from mnemic.core.identity import user_key
 
 # What a Chroma server answered in CI while three processes wrote to one collection.
 HNSW_RACE = "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
@@ -97,7 +98,7 @@ def test_a_lasting_failure_is_raised_by_drain_writes_once_and_the_memory_stays_u
         memory.remember_many(["Queued fact one.", "Queued fact two."], user_id="u")
         with pytest.raises(BackgroundWriteError) as raised:
             memory.drain_writes()
-        assert "2 statement(s) for user 'u' from remember_many()" in str(raised.value)
+        assert "2 statement(s) for a user (key " in str(raised.value) and "from remember_many()" in str(raised.value)
         assert "Nothing found on disk" in str(raised.value)
         assert len(raised.value.failures) == 1
         memory.drain_writes()  # reported once
@@ -160,6 +161,6 @@ def test_one_users_failed_write_costs_other_users_queued_in_the_same_batch_nothi
         with pytest.raises(BackgroundWriteError) as raised:
             memory.drain_writes()
         memory._store.add = original  # type: ignore[method-assign]
-        assert "2 statement(s) for user 'ana'" in str(raised.value)
+        assert f"2 statement(s) for a user (key {user_key('ana')})" in str(raised.value)
         assert "quota" in str(raised.value)
         assert sorted(r.text for r in memory.list(user_id="bo")) == ["Bo fact one.", "Seed so both collections exist."]

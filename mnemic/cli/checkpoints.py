@@ -20,7 +20,7 @@ from mnemic.checkpoints import catalog
 from mnemic.checkpoints.owners import CHECKPOINTS_LABEL
 
 from .operator import opened, store_options
-from .terminal import cell, one_line, plain
+from .terminal import cell, id_cell, one_line, plain
 
 _out = Console(highlight=False, emoji=False)
 _err = Console(stderr=True, highlight=False, emoji=False)
@@ -72,9 +72,9 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
         table.add_column(column, overflow="fold")
     for info in found:
         where = info.restore_from + (f"  ({info.note})" if info.note else "")
-        table.add_row(*(cell(value) for value in (
-            info.id, info.branch, info.created_at[:19].replace("T", " "), info.user_id or "-", _size(info.size),
-            info.parent_id or "-", where)))
+        table.add_row(cell(info.id), cell(info.branch), cell(info.created_at[:19].replace("T", " ")),
+                      id_cell(info.user_id or "-"), *(cell(value) for value in (_size(info.size), info.parent_id or "-",
+                                                                             where)))
     _out.print(table)
 
 

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ..core.validation import check_user_id
 from .operator import opened, store_options
-from .terminal import cell
+from .terminal import cell, id_cell
 
 _out = Console(highlight=False, emoji=False)
 
@@ -62,7 +62,7 @@ def list_command(store: Path, server: str | None, namespace: str, embedder: str 
     for column in ("kickoff", "crew", "user", "started", "updated", "tasks", "replay of"):
         table.add_column(column, overflow="fold")
     for run in runs:
-        table.add_row(cell(run.run_id), cell(run.group_name or run.group), cell(run.user_id or "-"),
+        table.add_row(cell(run.run_id), cell(run.group_name or run.group), id_cell(run.user_id or "-"),
                       _when(run.started_at.isoformat()), _when(run.updated_at.isoformat()), str(run.step_count),
                       cell(str(run.meta.get("replay_of") or "-")))
     _out.print(table)
@@ -83,7 +83,7 @@ def show_command(store: Path, server: str | None, namespace: str, embedder: str 
         click.echo(json.dumps(run.to_dict(), indent=2, ensure_ascii=False))
         return
     _out.print(f"[bold]{cell(run.run_id)}[/]  crew {cell(run.group_name or '-')} (key {cell(run.group)})  "
-               f"user {cell(run.user_id or '-')}")
+               f"user {id_cell(run.user_id or '-')}")
     _out.print(f"started {_when(run.started_at.isoformat())}  updated {_when(run.updated_at.isoformat())}"
                + (f"  replay of {cell(str(run.meta['replay_of']))}" if run.meta.get("replay_of") else ""))
     _out.print(f"inputs: {cell(json.dumps(run.inputs, ensure_ascii=False))}")

@@ -16,7 +16,7 @@ from rich.table import Table
 from mnemic.core.lessons import Lesson, LessonPlace, LessonStore
 
 from .operator import opened, store_options
-from .terminal import cell, plain
+from .terminal import cell, id_cell, plain
 
 
 def _provenance(lesson: Lesson) -> str:
@@ -39,7 +39,9 @@ def _table(lessons: list[Lesson], title: str, *, with_reason: bool) -> Table:
                lesson.state, _provenance(lesson), lesson.text]
         if with_reason:
             row.append(lesson.invalid_reason or "")
-        table.add_row(*(cell(text) for text in row))  # written by reviewers and models: shown, never obeyed
+        cells = [cell(text) for text in row]  # written by reviewers and models: shown, never obeyed
+        cells[2] = id_cell(lesson.user_id)
+        table.add_row(*cells)
     return table
 
 

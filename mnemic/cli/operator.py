@@ -27,7 +27,7 @@ from mnemic.core.memory import Memory
 from mnemic.core.store.chroma import make_persistent_client
 from mnemic.core.store.naming import has_namespace, namespaces
 
-from .terminal import cell, one_line, plain
+from .terminal import cell, id_cell, one_line, plain
 
 _out = Console(highlight=False, emoji=False)
 _err = Console(stderr=True, highlight=False, emoji=False)
@@ -121,8 +121,8 @@ def _records_table(records: list[Any], title: str) -> Table:
         table.add_column(column, overflow="fold")
     for r in records:
         state = "expired" if r.is_expired() else r.state
-        table.add_row(*(cell(value) for value in (r.id, r.created_at.strftime("%Y-%m-%d %H:%M"), r.user_id,
-                                                       r.author, r.source_kind, state, r.scope, r.text)))
+        table.add_row(cell(r.id), cell(r.created_at.strftime("%Y-%m-%d %H:%M")), id_cell(r.user_id),
+                      *(cell(value) for value in (r.author, r.source_kind, state, r.scope, r.text)))
     return table
 
 

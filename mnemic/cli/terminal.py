@@ -11,16 +11,23 @@ command therefore prints stored text through this module:
   (`\\x1b`, `\\u202e`), so the operator sees that they are there and the terminal never acts on them;
 - `cell(value)`: `plain`, then escaped for rich markup: for a table cell or a line printed with markup;
 - `one_line(value)`: `plain` with line feeds and tabs written out too: for an `Error:` line, which is
-  one line whatever the stored text it quotes (a reason, a fact) holds.
+  one line whatever the stored text it quotes (a reason, a fact) holds;
+- `id_cell(value)`: `cell` with the characters that show nothing written out too (`\\u3164`, a
+  variation selector): for a user id, which must not print like another user's (such ids are
+  refused, but a store an older version wrote may hold one). Prose keeps them: an emoji needs its
+  variation selector and joiners.
 
 `--json` output is left to `json.dumps`, which escapes control characters itself.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.markup import escape
+
+from ..core.safety.invisible import INVISIBLE
 
 _KEPT = {"\n", "\t"}  # they lay text out within a cell or a line; they cannot move the cursor elsewhere
 _BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
@@ -46,4 +53,14 @@ def cell(value: Any) -> str:
     return escape(plain(value))
 
 
-__all__ = ["cell", "one_line", "plain"]
+def _written_out(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def id_cell(value: Any) -> str:
+    """A user id as a table cell: `cell`, with every character that shows nothing written out."""
+    return escape(INVISIBLE.sub(_written_out, plain(value)))
+
+
+__all__ = ["cell", "id_cell", "one_line", "plain"]

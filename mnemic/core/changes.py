@@ -160,7 +160,10 @@ class RecordChanges:
         reason_text = check_reason(reason, required=True)
         actor = check_name(actor, name="actor")
         if replaced_by is not None:
-            (replaced_by,) = check_ids([replaced_by])
+            (replaced_by,) = check_ids([replaced_by], name="replaced_by")
+            if replaced_by == check_ids([record_id], name="record_id")[0]:
+                raise ValueError(f"memory {replaced_by} cannot be replaced by itself: replaced_by names the record "
+                                 "that now says what is true instead (or leave it out)")
         self._refuse_secrets("this invalidate()", reason=reason_text)
         self._writer.drain()
         with self._records.lock:

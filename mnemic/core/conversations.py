@@ -29,6 +29,7 @@ from .extraction import (
     task_extract,
     topic_allowed,
 )
+from .identity import user_label
 from .intake import Intake
 from .llm import check_llm
 from .namespace_policy import NamespacePolicy
@@ -83,7 +84,7 @@ class Conversations:
                 agent_llm: Any = None) -> None:
         if not isinstance(memory, bool):
             raise TypeError(f"memory must be True or False (False keeps this turn out), got {memory!r}")
-        owner = self._intake.owner(user_id)
+        owner = self._intake.writer(user_id, call="observe()")
         session = check_optional_str(session_id, name="session_id")
         turn_no = check_turn(turn)
         scope_path = normalise_scope(scope)
@@ -99,7 +100,7 @@ class Conversations:
         self._writer.submit(
             lambda: self._observe_job(owner, session, turn_no, scope_path, captured, memory, extra,
                                       task=instruction, agent_llm=borrowed, accepted_at=accepted),
-            f"a turn of {len(captured)} message(s) for user {owner!r} from observe()")
+            f"a turn of {len(captured)} message(s) for {user_label(owner)} from observe()")
 
     def _without_secrets(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """Provenance metadata minus any entry holding a secret (counted, logged without it): an
@@ -146,7 +147,7 @@ class Conversations:
     def memorize(self, session_id: str | None, *, user_id: str | None, messages: Any, scope: str | None,
                  timeout: float | None) -> list[MemoryRecord]:
         self._policy.require_writes("memorize()")
-        owner = self._intake.owner(user_id)
+        owner = self._intake.writer(user_id, call="memorize()")
         session = check_optional_str(session_id, name="session_id")
         self._intake.refuse_secret_fields("this memorize()", session_id=session, scope=scope)
         if messages is None and session is None:

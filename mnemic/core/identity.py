@@ -54,6 +54,18 @@ def erased_owner_id(user_id: str) -> str:
     return ERASED_PREFIX + owner_key(user_id)[:16]
 
 
+def user_key(user_id: str) -> str:
+    """How a log line or a failure message names a user: by the start of its owner key (the hash
+    its collection is named by, so nothing the store's files do not already show), never by the id,
+    which is whatever the caller passed and may be a credential or a person's name."""
+    return owner_key(user_id)[:12]
+
+
+def user_label(user_id: str) -> str:
+    """One user as a log line names it (see `user_key`)."""
+    return f"a user (key {user_key(user_id)})"
+
+
 def recognise(user_id: str) -> str:
     """An owner id read back from the store: an internal one is handed back as InternalUserId."""
     return InternalUserId(user_id) if reserved_prefix(user_id) is not None else user_id

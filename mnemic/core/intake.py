@@ -36,6 +36,7 @@ from .validation import (
     check_choice,
     check_clean,
     check_created_at,
+    check_flag,
     check_importance,
     check_metadata,
     check_name,
@@ -57,7 +58,7 @@ PERSONAL_KINDS = frozenset({"fact", "note"})
 # secrets are refused on every path.
 SCREENED_SOURCE_KINDS = frozenset({"remember_tool"})
 # Fields that hold ids: screened for credentials, not for merely random-looking strings.
-IDENTIFIER_FIELDS = frozenset({"session_id", "thread_id", "record_id", "note_key"})
+IDENTIFIER_FIELDS = frozenset({"user_id", "session_id", "thread_id", "record_id", "note_key"})
 # Fields of a record that are prose, screened by every rule; the others (user id, author, metadata
 # values such as task or kickoff ids) are ids or labels, where one random-looking word is allowed.
 _SCREENED_WHOLE = frozenset({"text", "scope", "topic", "source", "invalid_reason"}) | {
@@ -107,6 +108,14 @@ class Intake:
         if user_id is None:
             return self.anonymous_user_id
         return check_user_id(user_id)
+
+    def writer(self, user_id: Any, *, call: str) -> str:
+        """The user a write acts for (`owner`), refused with SecretRefusedError when the id is a
+        credential: checked before anything is journaled or queued, as remember() refuses it, so
+        no path acknowledges a write whose owner would be refused later, in the background."""
+        owner = self.owner(user_id)
+        self.refuse_secret_fields(f"this {call}", user_id=owner)
+        return owner
 
     def admit(self, record: MemoryRecord, before: MemoryRecord | None = None) -> None:
         """The one gate every record passes before its first write: RecordWriter calls it for each
@@ -159,10 +168,10 @@ class Intake:
         call: str = "remember()",
     ) -> list[MemoryRecord]:
         """Checked, screened records for `texts`; refused texts (secrets, excluded categories) are
-        left out and counted in `stats`. A secret in any other field (metadata keys or values,
-        source, session id, categories, scope, actor) raises SecretRefusedError: those are set by
+        left out and counted in `stats`. A secret in any other field (user id, metadata keys or
+        values, source, session id, categories, scope, actor) raises SecretRefusedError: those are set by
         application code, and the error names the field to fix."""
-        owner = self.owner(user_id)
+        owner = self.writer(user_id, call=call)
         clean_texts = [check_text(t, max_chars=self.max_text_chars) for t in texts]
         scope_path = normalise_scope(scope)
         cats = check_categories(categories)
@@ -172,8 +181,7 @@ class Intake:
         check_choice(kind, name="kind", choices=KINDS)
         session = check_optional_str(session_id, name="session_id")
         turn_no = check_turn(turn)
-        if not isinstance(private, bool):
-            raise TypeError(f"private must be True or False, got {type(private).__name__}")
+        check_flag(private, name="private")
         origin = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         extra = check_metadata(metadata)
         made_at = check_created_at(created_at)

@@ -34,7 +34,16 @@ from typing import Any, Protocol
 from .records import MemoryMatch, MemoryRecord, normalise_text
 from .safety import redact, redacted_prefix
 from .scopes import ROOT, join_scope
-from .validation import MAX_REASON_CHARS, check_ids, check_items, check_limit, check_text, check_user_id, scrub
+from .validation import (
+    MAX_REASON_CHARS,
+    check_flag,
+    check_ids,
+    check_items,
+    check_limit,
+    check_text,
+    check_user_id,
+    scrub,
+)
 
 LESSON_KIND = "lesson"
 LESSONS_ROOT = "/lessons"
@@ -304,6 +313,7 @@ class LessonStore:
         lesson is recalled only with its own `source`).
         """
         owner = check_user_id(user_id)
+        check_flag(background, name="background")
         if place.step is None:
             raise ValueError("lessons are learned at one step: give LessonPlace(flow, step)")
         lessons = clean_lessons(check_items(texts, name="texts", what="a lesson or a list of lessons (strings)",

@@ -62,7 +62,7 @@ from .serving import RecordReader
 from .stats import WriteStats
 from .store import ChromaStore, KnowledgeCollection, RunCollection, database_identity, make_persistent_client
 from .store.history import ChromaHistory
-from .validation import MAX_TEXT_CHARS, check_items, check_user_id, scope_paths
+from .validation import MAX_TEXT_CHARS, check_flag, check_items, check_user_id, scope_paths
 from .views import MemoryView
 from .write_journal import WriteJournal
 from .write_pipeline import WritePipeline
@@ -188,7 +188,7 @@ class Memory:
             local_history=history if isinstance(history, LocalHistory) else None, also=self._full_check)
         self._recovery.on_open()
         self._queued = QueuedWrites(WriteJournal(self._local, self.namespace), self._writer, self._pipeline,
-                                    self._records, self._erasures)
+                                    self._records, self._erasures, admit=self._intake.admit)
         self._queued.replay()
         if initial_policy is not None:
             self.set_policy(initial_policy)
@@ -577,7 +577,7 @@ class Memory:
         paths = scope_paths(paths, name="slice()'s paths")
         if not paths:
             raise ValueError("slice() needs at least one scope path")
-        return MemoryView(self, paths, read_only=read_only)
+        return MemoryView(self, paths, read_only=check_flag(read_only, name="read_only"))
 
     def list_scopes(self, parent: str = ROOT, *, user_id: str | None = None) -> builtins.list[str]:
         """The direct child scopes of `parent` that hold records."""

@@ -9,11 +9,12 @@ This module owns that cycle so the Memory facade only checks input and hands sta
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .erasures import ErasureGuard
 from .record_writer import RecordWriter
 from .records import MemoryRecord
+from .safety import SecretRefusedError
 from .write_journal import Journaled, WriteJournal
 from .write_pipeline import WritePipeline, describe_queued
 from .writer import MAX_BATCH_ITEMS, BackgroundWriter, PartialBatchFailure
@@ -25,8 +26,12 @@ class QueuedWrites:
     """Journal, queue, store and retire the statements `remember_many()` accepted."""
 
     def __init__(self, journal: WriteJournal, writer: BackgroundWriter, pipeline: WritePipeline,
-                 records: RecordWriter, erasures: ErasureGuard) -> None:
+                 records: RecordWriter, erasures: ErasureGuard,
+                 admit: Callable[[MemoryRecord], None] = lambda record: None) -> None:
         self._journal = journal
+        # The gate every record passes before its first write (Intake.admit): a replayed statement
+        # it refuses for a secret is refused for good, on every open.
+        self._admit = admit
         self._erasures = erasures
         self._store = records.store
         self._writer = writer
@@ -96,6 +101,21 @@ class QueuedWrites:
             kept += [j for j, gone in zip(mine, dropped, strict=True) if not gone]
         return kept
 
+    def _refused(self, items: list[Journaled]) -> set[int]:
+        """The entries of `items` holding a secret (a journal an older mnemic wrote may hold one, a
+        credential given as user id say): refused on every try, so dropped rather than kept and
+        retried on every open, with the secret on disk all along. Logged without the text."""
+        refused: set[int] = set()
+        for j in items:
+            try:
+                self._admit(j.record)
+            except SecretRefusedError:
+                refused.add(j.seq)
+        if refused:
+            log.warning("dropping %d queued statement(s) refused for holding a secret (see the refusal logged "
+                        "above for the field); they are not stored", len(refused))
+        return refused
+
     def _replay_batch(self, user_id: str, batch: list[Journaled]) -> None:
         erased = {j.seq for j in batch} - {j.seq for j in self._without_erased(batch)}
         if erased:
@@ -110,6 +130,11 @@ class QueuedWrites:
         # statement landed: it is written (persist_new gives it a fresh id).
         todo = [j for j in batch if holders.get(j.record.id) is None or holders[j.record.id].hash != j.record.hash
                 or holders[j.record.id].state == "invalid" or holders[j.record.id].is_expired()]
+        refused = self._refused(todo)
+        if refused:
+            self._journal.done(sorted(refused))
+            batch = [j for j in batch if j.seq not in refused]
+            todo = [j for j in todo if j.seq not in refused]
         waiting = {j.seq for j in todo}
         landed = [j for j in batch if j.seq not in waiting]
         kept: set[int] = set()

@@ -23,11 +23,14 @@ from .records import KINDS, MemoryMatch, MemoryRecord, utcnow
 from .scopes import ROOT, is_within, normalise_scope
 from .store import ChromaStore
 from .validation import (
+    MAX_SOURCE_CHARS,
     check_categories,
+    check_flag,
     check_ids,
     check_kinds,
     check_limit,
     check_min_score,
+    check_optional_str,
     check_text,
     check_user_id,
     scope_paths,
@@ -96,6 +99,7 @@ class RecordReader:
         scopes = scopes_of(scope)
         cats = check_categories(categories)
         kind_list = check_kinds(kinds) or list(DEFAULT_RECALL_KINDS)
+        source = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         self._writer.drain()
         self._sync.maybe_sync(owner)
         now = utcnow()
@@ -113,6 +117,7 @@ class RecordReader:
         owner = self._owner(user_id)
         limit = check_limit(limit, maximum=200)
         scopes = scopes_of(scope)
+        source = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         now = utcnow()
         chosen: list[MemoryRecord] = []
         for record in self.list(user_id=owner, scope=scopes, include_pending=False, kinds=["fact", "note"],
@@ -153,6 +158,9 @@ class RecordReader:
              include_invalid: bool = False, include_pending: bool = True, include_expired: bool = False,
              kinds: Sequence[str] | None = None, limit: int = 100, offset: int = 0) -> builtins.list[MemoryRecord]:
         limit = check_limit(limit, maximum=WALK_LIMIT)
+        include_invalid = check_flag(include_invalid, name="include_invalid")
+        include_pending = check_flag(include_pending, name="include_pending")
+        include_expired = check_flag(include_expired, name="include_expired")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
         scopes = scopes_of(scope)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from .identity import InternalUserId, reserved_prefix
 from .records import KINDS, as_utc
-from .safety import SecretRefusedError, secret_fields
+from .safety import SecretRefusedError, secret_fields, shows_nothing
 
 MAX_TEXT_CHARS = 16_000
 MAX_REASON_CHARS = 2_000
@@ -108,9 +108,11 @@ ASCII_WHITESPACE = " \t\n\r\f\v"
 
 def invisible_character(value: str) -> str | None:
     """A character that would make an id look like another: a control, format (zero-width) or
-    line-separator character anywhere, or Unicode whitespace at either end ("alice\u3000")."""
+    line-separator character anywhere, one that shows nothing (safety/invisible.py: a variation
+    selector, the combining grapheme joiner, a Hangul filler, the Braille blank), or Unicode
+    whitespace at either end ("alice\u3000"). Marks that show (a virama, an accent) are kept."""
     for char in value:
-        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") or shows_nothing(char):
             return char
     return next((char for char in (value[:1], value[-1:]) if char.isspace()), None)
 
@@ -210,6 +212,14 @@ def check_choice(value: Any, *, name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
     return str(value)
+
+
+def check_flag(value: Any, *, name: str) -> bool:
+    """A True/False switch. Any other value is refused rather than read by its truthiness:
+    `include_invalid="no"` listed invalidated facts, `read_only=""` made a writable view."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return value
 
 
 def check_optional_str(value: Any, *, name: str, max_chars: int = MAX_NAME_CHARS) -> str | None:

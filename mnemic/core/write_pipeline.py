@@ -19,6 +19,7 @@ import numpy as np
 
 from .embeddings import Embedder
 from .extraction import ask_structured
+from .identity import user_key, user_label
 from .reconcile import (
     INSERT,
     Decision,
@@ -45,8 +46,10 @@ RULES_ONLY_KINDS = frozenset({"lesson"})
 
 def describe_queued(records: Sequence[MemoryRecord]) -> str:
     """What a failed queued batch held, for the error that reports it."""
-    users = sorted({r.user_id for r in records})
-    whose = f"user {users[0]!r}" if len(users) == 1 else f"{len(users)} users ({', '.join(map(repr, users[:5]))})"
+    users = list(dict.fromkeys(r.user_id for r in records))
+    # Named by owner key, never by id: a user id may be a credential or a person's name.
+    keys = ", ".join(map(user_key, users[:5]))
+    whose = user_label(users[0]) if len(users) == 1 else f"{len(users)} users (keys {keys})"
     return f"{len(records)} statement(s) for {whose} from remember_many()"
 
 

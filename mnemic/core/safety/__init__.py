@@ -9,6 +9,7 @@ One module per job:
 - `wallets`: seed phrases (BIP-39) and wallet private keys;
 - `entropy`: long random tokens no other rule names;
 - `disguise`: the same rules on the text folded (full-width, look-alikes, blank characters) or decoded;
+- `invisible`: the characters that show nothing (dropped by `disguise`, refused in user ids);
 - `structure`: what names a value in structured data beyond its own key (its entry, an ancestor);
 - `names` and `values`: what makes a field name a credential's name, and a value a real one;
 - `fields`: screening every free-text field of a write, not just its text, and redacting structured data;
@@ -19,6 +20,7 @@ from .checksums import iban_valid, luhn_valid
 from .detector import CUT_MARGIN, REDACTED, contains_secret, find_secrets, redact, redacted_prefix
 from .fields import SecretRefusedError, redact_data, secret_fields
 from .hits import SecretHit
+from .invisible import shows_nothing
 from .sensitive import SENSITIVE_CATEGORIES, sensitive_category
 from .structure import MAX_NESTING, NestedTooDeeplyError, check_nesting
 
@@ -40,4 +42,5 @@ __all__ = [
     "redacted_prefix",
     "secret_fields",
     "sensitive_category",
+    "shows_nothing",
 ]

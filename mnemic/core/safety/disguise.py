@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from urllib.parse import unquote
 
 from .hits import SecretHit
+from .invisible import INVISIBLE, shows_nothing
 
 # Cyrillic and Greek letters drawn like Latin ones (Unicode's confusables, the common ones).
 _LOOK_ALIKES = str.maketrans({
@@ -42,14 +43,10 @@ _HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
-# Characters that show nothing: format characters (zero-width space and joiners, bidi marks, tag
-# characters), combining marks, unassigned code points, and the letters and symbols that render
-# blank although Unicode calls them letters: the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0,
-# which NFKC turns into U+1160), the Braille blank (U+2800) and the Khmer inherent vowels. Python's
-# unicodedata has no Default_Ignorable_Code_Point property; the categories and this set cover it.
+# Characters dropped from the folded copy: what shows nothing (invisible.py: the default-ignorable
+# characters, among them the Hangul fillers, which NFKC turns into U+1160, and the Braille blank),
+# and inside a word every format character, combining mark and unassigned code point too.
 _INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me", "Cn"})
-_BLANK = frozenset("\u115f\u1160\u17b4\u17b5\u180e\u2800\u3164\uffa0")
-_BLANK_IN = re.compile("[" + "".join(sorted(_BLANK)) + "]")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")
 _HAS_LOOK_ALIKE = re.compile("[" + "".join(map(chr, _LOOK_ALIKES)) + "]")
@@ -57,12 +54,12 @@ _HAS_LOOK_ALIKE = re.compile("[" + "".join(map(chr, _LOOK_ALIKES)) + "]")
 
 def _folded_char(char: str) -> str:
     """What `char` reads as: "" when it shows nothing, its NFKC form, ASCII for any decimal digit."""
-    if char in _BLANK or unicodedata.category(char) in _INVISIBLE_CATEGORIES:
+    if shows_nothing(char) or unicodedata.category(char) in _INVISIBLE_CATEGORIES:
         return ""
     form = unicodedata.normalize("NFKC", char)
     if form.isascii():
         return form
-    return "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() else "" if ch in _BLANK else ch for ch in form)
+    return "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() else "" if shows_nothing(ch) else ch for ch in form)
 
 
 def folded(text: str) -> tuple[str, list[int]]:
@@ -76,7 +73,7 @@ def folded(text: str) -> tuple[str, list[int]]:
         origin.extend(range(cursor, run.start()))
         cursor = run.end()
         letters = run.group()
-        if letters.isalpha() and unicodedata.is_normalized("NFKC", letters) and not _BLANK_IN.search(letters):
+        if letters.isalpha() and unicodedata.is_normalized("NFKC", letters) and not INVISIBLE.search(letters):
             # A word of another script as it is (letters only: no mark, format character or digit),
             # checked at C speed: most non-ASCII text is this, and looking at each character is not free.
             parts.append(letters)
