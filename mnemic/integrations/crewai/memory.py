@@ -60,6 +60,18 @@ log = logging.getLogger("mnemic.crewai")
 TASK_KINDS = ["fact", "note"]
 
 
+def _lesson_sources(value: Any) -> list[str]:
+    """The `source` names that mark lessons, checked here so a wrong value is named at construction
+    rather than failing later inside CrewAI's feedback loop."""
+    what, example = "a source name or a list of them", "lesson_sources=['hitl']"
+    sources = check_items(value, name="lesson_sources", what=what, example=example)
+    for source in sources:
+        if not isinstance(source, str):
+            raise TypeError(f"lesson_sources must be {what}, got an item {source!r:.60} "
+                            f"({type(source).__name__}); e.g. {example}")
+    return sources
+
+
 class CrewMemory(Memory):
     """mnemic as a CrewAI memory: `Crew(memory=CrewMemory(memory, user_id="alice"))`.
 
@@ -103,6 +115,7 @@ class CrewMemory(Memory):
                                           or keep_kickoffs < 0):
             raise ValueError(f"keep_kickoffs is how many kickoffs per crew to keep for replay (an int >= 0, or "
                              f"None for all), got {keep_kickoffs!r}")
+        sources = _lesson_sources(lesson_sources)
         ref = uuid.uuid4().hex
         users = UserBinding(user_id, user_key, name=f"mnemic_crewai_user_{ref}")
         super().__init__(**data)
@@ -115,7 +128,7 @@ class CrewMemory(Memory):
         self._mnemic = core
         self._owns_mnemic = owned
         self._users = users
-        self._lessons = CrewLessons(core, lesson_sources)
+        self._lessons = CrewLessons(core, sources)
         self._ref = ref
         self._configured_read_only = bool(self.read_only)
         self._keep_kickoffs = keep_kickoffs
