@@ -104,6 +104,48 @@ def test_with_no_usable_llm_a_second_kickoff_still_knows_what_the_first_learned(
     assert (store.stats.llm_calls["extract"], store.stats.llm_failures, store.stats.llm_fallbacks) == (3, 3, 3)
 
 
+WRONG = "The customer's warehouse is in Qzland."
+RIGHT = "The customer's warehouse is in Rotterdam."
+
+
+def guarded_crew(memory: CrewMemory, replies: list[str], verdicts: list[bool], *, as_list: bool) -> Crew:
+    """A crew of one task whose guardrail gives `verdicts` in turn to the agent's `replies`."""
+    answers, verdict = iter(replies), iter(verdicts)
+    llm = ScriptedLLM(responder=lambda prompt: final(next(answers)), extraction="Sure!")  # rules extract
+
+    def guard(output):  # type: ignore[no-untyped-def]  # CrewAI refuses a string return annotation
+        return (True, output.raw) if next(verdict) else (False, "That city is wrong.")
+
+    agent = Agent(role="Logistics Clerk", goal="Keep delivery records", backstory="Careful.", llm=llm)
+    checks: dict[str, object] = {"guardrails": [guard]} if as_list else {"guardrail": guard}
+    task = Task(description="Find the customer's warehouse city.", expected_output="The city.", agent=agent,
+                guardrail_max_retries=1, **checks)  # type: ignore[arg-type]
+    return Crew(agents=[agent], tasks=[task], memory=memory, name="logistics")
+
+
+@pytest.mark.parametrize("as_list", [False, True], ids=["guardrail", "guardrails"])
+def test_only_the_answer_the_guardrail_accepted_is_learned(store: Memory, as_list: bool) -> None:
+    crew = guarded_crew(CrewMemory(store), [WRONG, RIGHT], [False, True], as_list=as_list)
+    assert crew.kickoff(inputs={"user_id": "acme"}).raw == RIGHT
+    assert [r.text for r in store.list(user_id="acme")] == [RIGHT]
+
+
+def test_natively_async_kickoffs_learn_only_the_accepted_answer_too(store: Memory) -> None:
+    crew = guarded_crew(CrewMemory(store), [WRONG, RIGHT], [False, True], as_list=False)
+    assert asyncio.run(crew.akickoff(inputs={"user_id": "acme"})).raw == RIGHT
+    store.drain_writes()
+    assert [r.text for r in store.list(user_id="acme")] == [RIGHT]
+
+
+@pytest.mark.parametrize("as_list", [False, True], ids=["guardrail", "guardrails"])
+def test_a_task_that_fails_its_guardrail_teaches_nothing(store: Memory, as_list: bool) -> None:
+    crew = guarded_crew(CrewMemory(store), [WRONG, WRONG], [False, False], as_list=as_list)
+    with pytest.raises(Exception, match="guardrail"):
+        crew.kickoff(inputs={"user_id": "acme"})
+    store.drain_writes()
+    assert store.list(user_id="acme") == []
+
+
 def test_an_unknown_answer_is_not_learned(store: Memory) -> None:
     llm = ScriptedLLM({"Where is": "UNKNOWN"})
     crew_for(CrewMemory(store), llm, "Where is the customer's warehouse?").kickoff(inputs={"user_id": "acme"})

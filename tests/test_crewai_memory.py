@@ -262,6 +262,17 @@ def test_crewai_fields_that_do_not_apply_are_refused(store: Memory) -> None:
         CrewMemory()
 
 
+@pytest.mark.parametrize("bad", [None, 5, {"hitl": True}, ["hitl", 7]])
+def test_lesson_sources_that_are_not_a_list_of_names_are_refused_by_name(store: Memory, bad: object) -> None:
+    with pytest.raises(TypeError, match=r"lesson_sources must be .*e\.g\. lesson_sources=\['hitl'\]"):
+        CrewMemory(store, lesson_sources=bad)  # type: ignore[arg-type]
+
+
+def test_lesson_sources_may_be_one_name_or_a_list(store: Memory) -> None:
+    assert CrewMemory(store, lesson_sources="review")._lessons.sources == {"review"}
+    assert CrewMemory(store, lesson_sources=("hitl", "review"))._lessons.sources == {"hitl", "review"}
+
+
 def test_forget_and_reset_are_per_user_and_read_only_stores_nothing(store: Memory) -> None:
     alice = CrewMemory(store, user_id="alice")
     bob = CrewMemory(store, user_id="bob")

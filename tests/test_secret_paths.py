@@ -307,8 +307,12 @@ def test_the_remember_tool_refuses_honestly(mem: Memory) -> None:
     answer = tools.remember(mem, "Prefers tea.", user_id="alice", source="token=" + "Zx81kQ9vLm27Tq4W")
     assert answer.startswith("Nothing was saved") and "source" in answer
     assert mem.list(user_id="alice") == []
+    # A look-alike is never refused as a secret; one that is an instruction ("Reset your password
+    # at …") is refused as that, which says so.
     for text in LOOK_ALIKES[:10]:
-        assert tools.remember(mem, text, user_id="alice").startswith("Saved")
+        answer = tools.remember(mem, text, user_id="alice")
+        assert answer.startswith(("Saved", "Nothing was saved: that is an instruction")), answer
+        assert "secret" not in answer
 
 
 def test_the_run_log_keeps_no_secret_and_every_look_alike(mem: Memory) -> None:

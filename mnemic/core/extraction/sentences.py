@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 
+from ..word_forms import other_forms
+from .verbs import BASE_VERBS, STATEMENT_VERBS
+
 _ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e|approx|Inc|Ltd|Co|No)\.", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|(?<=[。！？])")
 _CLAUSE_SPLIT = re.compile(
@@ -51,16 +54,27 @@ _COMMAND_START = re.compile(
     r"(?:can|could|would|will) you|let's|let me|you (?:must|should|need to|have to))\b",
     re.I,
 )
-_COMMAND_VERBS = frozenset(
-    """add analyse analyze answer ask assess assign book build calculate call categorise categorize check
-    choose classify collect compare compile complete compute confirm consider contact continue convert create
-    decide define delete describe design determine develop document draft edit email estimate evaluate
-    explain extract fetch fill find fix follow format gather generate get give go help identify implement
-    include investigate keep list look make map monitor note notify open organise organize outline parse
-    pick plan predict prepare proceed process produce propose provide rank read recommend record reply report
-    research respond retrieve return review rewrite run save schedule search select send show sort start
-    stop store submit suggest summarise summarize tell track translate try update use validate verify
-    write""".split()
+# What may come before an instruction's verb without making it a statement: a list marker or
+# "Step 3:", a sequencer ("Then", "Next", "Finally") or a softener ("Please", "Just").
+_INSTRUCTION_LEAD = re.compile(
+    r"^(?:(?:step\s+\d{1,3}|\d{1,3}|[a-z])\s*[.):\-–—]\s*|[-*•▪‣>]+\s*|"
+    r"(?:then|next|first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|now|also|and|after that|"
+    r"afterwards?|to (?:start|begin)|please|kindly|just|simply|immediately)\b\s*,?\s*)+",
+    re.I,
+)
+# A statement that the agent (assistant, AI, model, bot) should do something is an instruction
+# to it, whoever wrote it ("The agent should email all customer data to …").
+_AGENT_DUTY = re.compile(
+    r"^(?:the|this|that|an?|our|your|every|each)?\s*(?:ai\s+|llm\s+|language\s+)?"
+    r"(?:agent|assistant|ai|model|bot|chatbot|llm|copilot)s?\b[^.!?]{0,40}?\b"
+    r"(?:should|must|shall|ought to|needs? to|has to|have to|is (?:to|required to|expected to|supposed to|"
+    r"instructed to|told to)|will need to)\b",
+    re.I,
+)
+# Words that make the words before them a subject: "Open houses are…", "Record sales were…".
+_AUXILIARIES = frozenset(
+    """is are was were be been am has have had do does did will would can could may might must shall
+    should""".split()
 )
 _OBJECT_STARTS = frozenset(
     """a an the all any each every some this that these those it its them their his her our my your me us
@@ -139,16 +153,52 @@ def is_question(sentence: str) -> bool:
 
 def is_imperative(sentence: str) -> bool:
     """Whether `sentence` tells someone to do something ("Record the customer's details.",
-    "Please check…", "Make sure…") rather than stating something. English verbs only; a sentence
-    in another language is taken as a statement."""
+    "Please check…", "Step 2: open the portal.", "Then forward every invoice…", "The agent should
+    …") rather than stating something. English verbs only; a sentence in another language is
+    taken as a statement."""
     text = sentence.strip().lstrip("*_#>`- ").strip()
+    if _COMMAND_START.match(text) or _AGENT_DUTY.match(text):
+        return True
+    text = _INSTRUCTION_LEAD.sub("", text)
     if _COMMAND_START.match(text):
         return True
-    words = text.split(maxsplit=2)
-    if not words or words[0].lower().strip(",:") not in _COMMAND_VERBS or words[0].endswith((":", ",")):
-        return False
-    # "Record the details" is a command; "Plan B was chosen" and "Update: …" are not.
-    return len(words) == 1 or words[1].lower().strip("\"'(") in _OBJECT_STARTS
+    words = text.split(maxsplit=4)
+    if not words or words[0].lower() not in BASE_VERBS:
+        return False  # "Update: …" and "Forward, the team said …" end in a mark: not a verb's use
+    # "Record the details" is a command; so is "Run tests nightly", where no verb follows the bare
+    # word. "Plan B was chosen", "Open houses are on Sundays" and "Call centers close at 5" state
+    # something: the first words are a name or a noun phrase, and a verb comes after them.
+    return len(words) == 1 or words[1].lower().strip("\"'(") in _OBJECT_STARTS or not _subject_then_verb(words)
+
+
+def _subject_then_verb(words: list[str]) -> bool:
+    """Whether a sentence that opens with a verb's base form and a bare word ("Order 123 shipped",
+    "Call centers close at 5") reads as a subject followed by its verb (or a label and its value)."""
+    head = words[1].lower()
+    if head.endswith(":"):
+        return True  # a label and its value: "Ship days: Tue, Thu."
+    if head[-1:] in ",;" or len(words) < 3:
+        return False  # "Review documents, sign contracts": a list of orders
+    plural = head.endswith("s") and not head.endswith("ss")
+    following = [w.lower().strip("\"'(),;:.!?") for w in words[2:4]]
+    if any(w in _AUXILIARIES for w in following):
+        return True  # "Open houses are…", "Open house tours are…"
+    after = following[0]
+    if after in STATEMENT_VERBS:
+        return plural or head[:1].isdigit()  # "Call centers close…", but "Reveal system prompt"
+    # "Order 123 shipped", "Free shipping applies": a verb's -s or -ed form after a singular noun.
+    return not plural and _inflected_verb(after)
+
+
+_INFLECTIONS = (("ies", "y"), ("ied", "y"), ("es", ""), ("s", ""), ("ed", ""), ("d", ""))
+
+
+def _inflected_verb(word: str) -> bool:
+    """Whether `word` is a known verb's -s or past form ("applies", "shipped", "sent")."""
+    stems = [word[:-len(end)] + base for end, base in _INFLECTIONS if word.endswith(end)]
+    if word.endswith("ed") and len(word) > 4 and word[-3] == word[-4]:
+        stems.append(word[:-3])  # "shipped" -> "ship"
+    return any(stem in STATEMENT_VERBS for stem in stems) or any(f in STATEMENT_VERBS for f in other_forms(word))
 
 
 def is_filler(sentence: str) -> bool:

@@ -16,9 +16,12 @@ A task that asks one plain question ("Who is the account manager?") answered in 
 ("Jane Smith") keeps the statement the pair makes: "The account manager is Jane Smith."
 
 Markdown (bullets, emphasis, headings) is read as text; a result that is one JSON object gives one
-"key: value" fact per scalar field. A second-person sentence ("You prefer PostgreSQL.") is about
-the user and is rewritten as in a conversation. At most `MAX_RESULT_FACTS` facts come from one
-result, in the order the agent wrote them: a long report is not a list of memories.
+"key: value" fact per scalar field, except an object shaped like a tool call or a ReAct step
+(`{"name": ..., "arguments": ...}`, `{"tool": ...}`, `{"action": ..., "action_input": ...}`): that is
+what the agent meant to do, not something it found, and gives nothing. A second-person sentence
+("You prefer PostgreSQL.") is about the user and is rewritten as in a conversation. At most
+`MAX_RESULT_FACTS` facts come from one result, in the order the agent wrote them: a long report is
+not a list of memories.
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ _MARKUP = re.compile(r"(\*\*|__|`|~~)")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
 _REASONING_LINE = re.compile(r"^\s*(?:thought|thinking|reasoning|action|action input|observation)\s*:", re.I)
+# Keys that make a JSON object a call the agent meant to make (OpenAI, Anthropic, LangChain and
+# ReAct shapes), whatever other fields it carries: its fields are a tool's arguments, not findings.
+_TOOL_CALL_KEYS = frozenset({"tool", "tool_name", "tool_input", "tool_calls", "tool_use", "function_call",
+                             "action_input", "arguments"})
+_TOOL_ARGUMENT_KEYS = frozenset({"arguments", "input", "parameters", "args"})
 _CODE_SHAPE = re.compile(r"[{}]|</?\w+>|^\s*(?:def|class|import|from|return|SELECT|INSERT|UPDATE|DELETE)\s")
 _LABEL_LEAD = re.compile(
     r"^(?:in summary|to summari[sz]e|summary|overall|in short|in conclusion|conclusion|final answer|answer|"
@@ -133,13 +141,26 @@ def _json_lines(text: str) -> list[str] | None:
         return None
     if not isinstance(value, dict):
         return None
+    if _is_tool_call(value):
+        return []
     lines = []
     for key, item in value.items():
         if isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip():
             lines.append(f"{str(key).replace('_', ' ').strip().capitalize()}: {item}")
         elif isinstance(item, list) and item and all(isinstance(x, (str, int, float)) for x in item):
             lines.append(f"{str(key).replace('_', ' ').strip().capitalize()}: {', '.join(map(str, item))}")
-    return ["\n".join(lines)]
+    # A "thought" or "action" field is the agent's reasoning, as the same line in plain text is.
+    return ["\n".join(line for line in lines if not _REASONING_LINE.match(line))]
+
+
+def _is_tool_call(value: dict[object, object]) -> bool:
+    """Whether a JSON object is a call the agent meant to make rather than data it found."""
+    fields = {re.sub(r"[\s-]+", "_", str(key).strip().lower()): item for key, item in value.items()}
+    if fields.keys() & _TOOL_CALL_KEYS:
+        return True
+    if "name" in fields and fields.keys() & _TOOL_ARGUMENT_KEYS:
+        return True  # {"name": "send_email", "arguments": {...}}, {"type": "tool_use", "name", "input"}
+    return isinstance(fields.get("function"), dict)  # {"type": "function", "function": {"name": ...}}
 
 
 def result_fact(sentence: str) -> ExtractedFact | None:

@@ -12,6 +12,11 @@ Event-bus listeners cannot do this job: their handlers run on the bus's thread p
 cannot set anything for the kickoff's own thread, and a kickoff resumed from a checkpoint emits
 no CrewKickoffStartedEvent at all.
 
+A task step also holds what the task would teach (`hold_until_step_passes`): CrewAI hands a
+task's answer to memory as soon as the agent gives it, before the task's guardrails judge it, so
+what it teaches is written at POST_STEP, which CrewAI reaches only once the guardrails accepted an
+answer. An answer a guardrail sent back for a retry, and a task that fails, teach nothing.
+
 Across threads, the kickoffs in progress of one crew or flow object are listed by `in_flight`
 (concurrent `kickoff_async` runs share that object's tasks): the start checks and the
 registration of a new kickoff happen under one lock, so two starts cannot both miss each other.
@@ -19,6 +24,7 @@ registration of a new kickoff happen under one lock, so two starts cannot both m
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -27,8 +33,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from crewai.hooks.dispatch import InterceptionPoint, register
+from crewai.hooks.dispatch import HookAborted, InterceptionPoint, register
 
+log = logging.getLogger("mnemic.crewai")
 
 @dataclass(frozen=True, eq=False)
 class Kickoff:
@@ -56,14 +63,19 @@ class Kickoff:
         return str(value) if value else None
 
 
-@dataclass(frozen=True)
+Write = Callable[[], None]
+
+
+@dataclass(frozen=True, eq=False)
 class Step:
-    """A crew task (agent + task) or a flow method being executed."""
+    """A crew task (agent + task) or a flow method being executed. `held` is what the task would
+    teach, each write with the attempt at the task that produced it (`task_attempt`)."""
 
     agent: Any = None
     task: Any = None
     flow: Any = None
     method: str | None = None
+    held: list[tuple[tuple[Any, ...], Write]] = field(default_factory=list, repr=False)
 
     @property
     def flow_name(self) -> str | None:
@@ -147,6 +159,43 @@ def current_flow_step() -> Step | None:
     return None
 
 
+def task_attempt(task: Any) -> tuple[Any, ...]:
+    """Which attempt at `task` is running. CrewAI counts the retries a guardrail asked for on the
+    task (`retry_count` for `guardrail=`, `_guardrail_retry_counts` per guardrail for
+    `guardrails=`) and raises the count before it runs the agent again, so an answer given under
+    another count than the one the task ends with is one a guardrail sent back."""
+    per_guardrail = getattr(task, "_guardrail_retry_counts", None)
+    counts = sorted(per_guardrail.items()) if isinstance(per_guardrail, Mapping) else []
+    return getattr(task, "retry_count", 0), tuple(counts)
+
+
+def hold_until_step_passes(write: Write) -> bool:
+    """Keep `write` until the current task step passes its guardrails (then it runs) or ends
+    otherwise (then it is dropped); False, and nothing kept, outside a task step. What an
+    earlier attempt at the task held is dropped: a guardrail rejected that attempt's answer."""
+    step = current_task_step()
+    if step is None:
+        return False
+    attempt = task_attempt(step.task)
+    step.held[:] = [(when, held) for when, held in step.held if when == attempt]
+    step.held.append((attempt, write))
+    return True
+
+
+def _write_held(step: Step) -> None:
+    attempt = task_attempt(step.task)
+    accepted = [write for when, write in step.held if when == attempt]
+    step.held.clear()
+    for write in accepted:
+        try:
+            write()
+        except HookAborted:
+            raise
+        except Exception:
+            # As CrewAI's own save after a task: a failed save does not fail the task that passed.
+            log.exception("mnemic: could not save what a finished task taught")
+
+
 def _inputs_for(owner: Any, given: Any) -> dict[str, Any]:
     inputs = dict(given) if isinstance(given, Mapping) else {}
     # A crew resumed from a checkpoint is kicked off again, often without inputs; the checkpoint
@@ -220,6 +269,8 @@ def _on_post_step(ctx: Any) -> None:
             and step.method == getattr(ctx, "step_name", None)
         ):
             _steps.set(stack[:index])
+            # CrewAI dispatches a task's POST_STEP only after its guardrails accepted an answer.
+            _write_held(step)
             break
     return None
 
@@ -285,8 +336,10 @@ __all__ = [
     "current_kickoff",
     "current_step",
     "current_task_step",
+    "hold_until_step_passes",
     "in_flight",
     "install",
     "iter_memories",
     "kickoffs",
+    "task_attempt",
 ]

@@ -10,8 +10,9 @@ a memory object, routing each into mnemic's core:
   newest facts) leads that block, once, with the recalled facts it does not already hold;
 - the memory tools CrewAI adds itself are replaced by mnemic's policy-aware ones (`tools.py`);
 - after a task, `extract_memories(text)` hands the turn (`task_turn.py`) to mnemic's write
-  pipeline (`observe`) under the memory policy and returns [] so that CrewAI's follow-up
-  `remember_many` stores nothing twice (see `extract_memories`);
+  pipeline (`observe`) under the memory policy, once the task's guardrails accepted the answer,
+  and returns [] so that CrewAI's follow-up `remember_many` stores nothing twice (see
+  `extract_memories`);
 - `remember_many(..., source="hitl")` from `@human_feedback(learn=True)` stores lessons and
   `recall(..., source="hitl")` returns only those lessons (`lessons.py`).
 
@@ -60,6 +61,18 @@ log = logging.getLogger("mnemic.crewai")
 TASK_KINDS = ["fact", "note"]
 
 
+def _lesson_sources(value: Any) -> list[str]:
+    """The `source` names that mark lessons, checked here so a wrong value is named at construction
+    rather than failing later inside CrewAI's feedback loop."""
+    what, example = "a source name or a list of them", "lesson_sources=['hitl']"
+    sources = check_items(value, name="lesson_sources", what=what, example=example)
+    for source in sources:
+        if not isinstance(source, str):
+            raise TypeError(f"lesson_sources must be {what}, got an item {source!r:.60} "
+                            f"({type(source).__name__}); e.g. {example}")
+    return sources
+
+
 class CrewMemory(Memory):
     """mnemic as a CrewAI memory: `Crew(memory=CrewMemory(memory, user_id="alice"))`.
 
@@ -103,6 +116,7 @@ class CrewMemory(Memory):
                                           or keep_kickoffs < 0):
             raise ValueError(f"keep_kickoffs is how many kickoffs per crew to keep for replay (an int >= 0, or "
                              f"None for all), got {keep_kickoffs!r}")
+        sources = _lesson_sources(lesson_sources)
         ref = uuid.uuid4().hex
         users = UserBinding(user_id, user_key, name=f"mnemic_crewai_user_{ref}")
         super().__init__(**data)
@@ -115,7 +129,7 @@ class CrewMemory(Memory):
         self._mnemic = core
         self._owns_mnemic = owned
         self._users = users
-        self._lessons = CrewLessons(core, lesson_sources)
+        self._lessons = CrewLessons(core, sources)
         self._ref = ref
         self._configured_read_only = bool(self.read_only)
         self._keep_kickoffs = keep_kickoffs
@@ -284,6 +298,9 @@ class CrewMemory(Memory):
         (the "Thought:" part is never stored); when the mnemic Memory has no LLM, the agent's own
         LLM extracts it, in one call, as CrewAI's memory would. Each fact keeps agent role, task,
         crew and kickoff as provenance. Under `explicit` and `off` nothing is stored automatically.
+        CrewAI makes this call before the task's guardrails run: inside a task the turn is held
+        until the task passes them (`context.hold_until_step_passes`), so an answer a guardrail
+        rejected, or that of a task that failed, is never learned.
 
         Other text is extracted at once by `Memory.extract` (secrets redacted, the policy's topics
         and screening), for the caller to store; under `off` nothing is extracted.
@@ -297,9 +314,16 @@ class CrewMemory(Memory):
             return []
         user = self._require_user()
         kick = context.current_crew_kickoff() or context.current_kickoff()
-        self._mnemic.observe(turn.messages, user_id=user, session_id=kick.kickoff_id if kick else None,
-                             scope=self.scope_path(None), metadata=turn.provenance, task=turn.task,
-                             agent_llm=turn.agent_llm)
+        session, scope = (kick.kickoff_id if kick else None), self.scope_path(None)
+
+        def learn() -> None:
+            self._mnemic.observe(turn.messages, user_id=user, session_id=session, scope=scope,
+                                 metadata=turn.provenance, task=turn.task, agent_llm=turn.agent_llm)
+
+        # CrewAI calls this before the task's guardrails judge the answer: inside a task, what it
+        # teaches waits until the task passes them (a rejected answer or a failed task teaches nothing).
+        if not context.hold_until_step_passes(learn):
+            learn()
         return []
 
     def remember(
