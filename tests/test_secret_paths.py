@@ -448,3 +448,18 @@ def test_a_runs_labels_holding_a_secret_are_refused(mem: Memory) -> None:
         mem.runs.record_step(run.run_id, 0, {"raw": "done"}, step_id="AKIA2E0A8F3B244C9986")
     mem.runs.record_step(run.run_id, 0, {"raw": "done"}, step_id="5d41402abc4b2a76b9719d911017c592")  # ids pass
     assert [r.run_id for r in mem.runs.runs(group="crew")] == [run.run_id]
+
+
+def test_lessons_store_no_secret(mem: Memory) -> None:
+    # What a human-feedback node distils goes in through `learn` (a lesson quoting a card was stored).
+    from mnemic.core.lessons import LessonPlace, LessonStore
+
+    lessons = LessonStore(mem)
+    place = LessonPlace("invoices", "draft")
+    refused = [text for text in SECRET_TEXTS if not lessons.learn([text], user_id="alice", place=place)]
+    assert refused == SECRET_TEXTS
+    for text in ["Bill in amounts like 1,234,567; never round 4 / 5 stars up.", "Call 512-555-0199, 512-555-0123.",
+                 "Years active: 2019, 2020, 2021, 2022, 2023."]:
+        assert lessons.learn([text], user_id="bob", place=place), text
+    assert lessons.list(user_id="alice", include_invalid=True) == []
+    _assert_holds_no_secret(_everything_stored(mem))
