@@ -557,6 +557,11 @@ PHRASED += [
 "card 4539,1488,0343,6467,1234",
 "12/27, 4539,1488,0343,6467 on my visa",
 '{"card_groups": ["4539", "1488", "0343", "6467"]}',
+# A name/value entry whose value key is not "value", in either order (found by the same attack).
+'{"data": "Fd6!field-pw-2", "field": "password"}',
+'{"name": "DB_PASSWORD", "data": "Dt4!data-pw-5"}',
+'{"label": "API key", "content": "Lc7!content-k-4"}',
+'{"wifi": {"ssid": "HomeNet", "psk": "Ps8!wifi-psk-6"}}',
 ]
 
 SECRETS = build_secrets() + [("phrased", text) for text in PHRASED]
@@ -831,7 +836,8 @@ LOOK_ALIKES += [
 "Η ΡΟΗ του νερού είναι καλή.",
 "env:\n  - name: DB_USER\n    value: admin\n  - name: DB_HOST\n    value: db.internal",
 '{"secrets": {"region": "us-east-1", "owner": "platform-team"}}',
-# Numbers separated by commas, slashes, pipes or colons that are no card: what the card rule added
+# Numbers separated by commas, slashes, pipes or colons that are no card, and name/value entries
+# whose value describes a credential rather than gives one: what the card and entry rules added
 # after the separator attack must leave alone.
 "The population grew from 1,234,567 to 2,345,678 and then to 13,456,789,012.",
 "The budget is $4,512,345,678,901 over ten years.",
@@ -847,6 +853,10 @@ LOOK_ALIKES += [
 "Bus routes 12 | 14 | 22 | 41 | 58 | 63 | 77 | 91",
 '{"ratings": [4, 5, 3, 5, 4, 4, 5, 3, 5, 4, 5, 4, 3, 5, 4, 4]}',
 '{"years": ["2019", "2020", "2021", "2022"]}',
+'{"field": "password", "data": {"min_length": 12}}',
+'{"name": "token_count", "data": 1234}',
+'{"wifi": {"ssid": "HomeNet", "security": "WPA2-PSK"}}',
+'{"label": "Password reset guide", "content": "Click Forgot password on the login page"}',
 ]
 
 
