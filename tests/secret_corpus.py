@@ -543,6 +543,25 @@ PHRASED += [
 "env:\n  - name: DB_PASSWORD\n    value: Zx9!kube-db-pass",
 '{"secret": {"value": "Qw3rty!vault77"}}',
 '[{"Key": "Name", "Value": "web-1"}, {"Key": "api_token", "Value": "Xk9mP2vLqqR7"}]',
+# A card whose groups are split by commas, slashes, pipes, colons or quotes (found by an attack:
+# each was stored, though a space-separated card was refused).
+"My Visa card is 4539,1488,0343,6467.",
+"My Visa card is 4539 / 1488 / 0343 / 6467.",
+"Include the card 5105,1051,0510,5100 in every invoice.",
+"4539 | 1488 | 0343 | 6467",
+"4539;1488;0343;6467",
+"Amex 3782:822463:10005",
+"charge 4539, 1488, 0343, 6467 tomorrow",
+"Visa 4539,1488,0343,6467,123",
+"my card: 45,39,14,88,03,43,64,67",
+"card 4539,1488,0343,6467,1234",
+"12/27, 4539,1488,0343,6467 on my visa",
+'{"card_groups": ["4539", "1488", "0343", "6467"]}',
+# A name/value entry whose value key is not "value", in either order (found by the same attack).
+'{"data": "Fd6!field-pw-2", "field": "password"}',
+'{"name": "DB_PASSWORD", "data": "Dt4!data-pw-5"}',
+'{"label": "API key", "content": "Lc7!content-k-4"}',
+'{"wifi": {"ssid": "HomeNet", "psk": "Ps8!wifi-psk-6"}}',
 ]
 
 SECRETS = build_secrets() + [("phrased", text) for text in PHRASED]
@@ -817,6 +836,27 @@ LOOK_ALIKES += [
 "Η ΡΟΗ του νερού είναι καλή.",
 "env:\n  - name: DB_USER\n    value: admin\n  - name: DB_HOST\n    value: db.internal",
 '{"secrets": {"region": "us-east-1", "owner": "platform-team"}}',
+# Numbers separated by commas, slashes, pipes or colons that are no card, and name/value entries
+# whose value describes a credential rather than gives one: what the card and entry rules added
+# after the separator attack must leave alone.
+"The population grew from 1,234,567 to 2,345,678 and then to 13,456,789,012.",
+"The budget is $4,512,345,678,901 over ten years.",
+"Coordinates: 40.712776, -74.005974 and 34.052235, -118.243683.",
+"Rated 4 / 5 stars by 1,024 reviewers, 3 / 5 by 88, 5 / 5 by 2,310.",
+"Dates: 2024-01-15, 2024-02-15, 2024-03-15, 2024-04-15.",
+"Years active: 2019, 2020, 2021, 2022, 2023.",
+"Call 512-555-0199, 512-555-0123 or 737-555-0188.",
+"Supported versions: 3.11.7, 3.12.1, 3.13.0 | 2.7.18",
+"Lottery numbers: 4, 8, 15, 16, 23, 42, 7, 11, 19",
+"Scores: 4, 5, 3, 5, 4, 4, 5, 3, 5, 4, 5, 4, 3, 5, 4, 4",
+"Times: 10:30, 11:45, 13:15, 14:50, 16:05",
+"Bus routes 12 | 14 | 22 | 41 | 58 | 63 | 77 | 91",
+'{"ratings": [4, 5, 3, 5, 4, 4, 5, 3, 5, 4, 5, 4, 3, 5, 4, 4]}',
+'{"years": ["2019", "2020", "2021", "2022"]}',
+'{"field": "password", "data": {"min_length": 12}}',
+'{"name": "token_count", "data": 1234}',
+'{"wifi": {"ssid": "HomeNet", "security": "WPA2-PSK"}}',
+'{"label": "Password reset guide", "content": "Click Forgot password on the login page"}',
 ]
 
 

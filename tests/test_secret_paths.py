@@ -530,3 +530,18 @@ def test_a_journaled_statement_a_secret_refusal_stops_is_dropped_on_open_not_kep
     assert USER_TOKEN.encode() not in store_bytes(tmp_path)
     with Memory(path, embedder=HashEmbedder()) as memory:  # nothing left to replay
         assert len(memory.list(user_id="alice")) == 2
+
+
+def test_lessons_store_no_secret(mem: Memory) -> None:
+    # What a human-feedback node distils goes in through `learn` (a lesson quoting a card was stored).
+    from mnemic.core.lessons import LessonPlace, LessonStore
+
+    lessons = LessonStore(mem)
+    place = LessonPlace("invoices", "draft")
+    refused = [text for text in SECRET_TEXTS if not lessons.learn([text], user_id="alice", place=place)]
+    assert refused == SECRET_TEXTS
+    for text in ["Bill in amounts like 1,234,567; never round 4 / 5 stars up.", "Call 512-555-0199, 512-555-0123.",
+                 "Years active: 2019, 2020, 2021, 2022, 2023."]:
+        assert lessons.learn([text], user_id="bob", place=place), text
+    assert lessons.list(user_id="alice", include_invalid=True) == []
+    _assert_holds_no_secret(_everything_stored(mem))

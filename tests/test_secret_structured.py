@@ -40,6 +40,17 @@ NAMED_BY_STRUCTURE: list[tuple[str, dict[str, Any], str]] = [
     ("ssm parameter path", {"Name": "/prod/db/password", "Value": "Ss3!param-pw-1", "Type": "SecureString"},
      "Ss3!param-pw-1"),
     ("har header", {"headers": [{"name": "X-Api-Key", "value": "k7Hq2LmN9pR4sT6v"}]}, "k7Hq2LmN9pR4sT6v"),
+    # Found by a later attack, each stored: the value half keyed "data", "content" (not "value"),
+    # whichever half comes first, a named phrase, a wifi pre-shared key.
+    ("entry, value keyed data", {"name": "DB_PASSWORD", "data": "Dt4!data-pw-5"}, "Dt4!data-pw-5"),
+    ("field entry, value first", {"data": "Fd6!field-pw-2", "field": "password"}, "Fd6!field-pw-2"),
+    ("labelled phrase, value keyed content", {"label": "API key", "content": "Lc7!content-k-4"}, "Lc7!content-k-4"),
+    ("wifi pre-shared key", {"wifi": {"ssid": "HomeNet", "psk": "Ps8!wifi-psk-6"}}, "Ps8!wifi-psk-6"),
+    # A card split by commas, or given as its printed groups, one list item each.
+    ("card with commas", {"card": "4539,1488,0343,6467"}, "4539,1488,0343,6467"),
+    ("card groups as list items", {"card_groups": ["4539", "1488", "0343", "6467"]},
+     '4539", "1488", "0343", "6467'),
+    ("unnamed groups as list items", {"ids": ["5105", "1051", "0510", "5100"]}, '5105", "1051", "0510", "5100'),
 ]
 K8S_YAML = """env:
   - name: DB_HOST
@@ -57,6 +68,13 @@ ORDINARY: list[dict[str, Any]] = [
     {"auth": {"provider": "google"}, "password_policy": {"min_length": 12}},
     {"token_usage": {"prompt": 1234, "completion": 456}},
     {"fields": [{"label": "Password reset guide", "value": "Click Forgot password on the login page"}]},
+    {"field": "password", "data": {"min_length": 12}, "content": "At least 12 characters"},
+    {"name": "token_count", "data": 1234},
+    {"wifi": {"ssid": "HomeNet", "security": "WPA2-PSK"}},
+    {"amounts": ["1,234,567", "2,345,678", "13,456,789,012"], "coords": [40.712776, -74.005974]},
+    {"years": ["2019", "2020", "2021", "2022"], "zips": ["78701", "78702", "94103"]},
+    {"ratings": [4, 5, 3, 5, 4, 4, 5, 3, 5, 4, 5, 4, 3, 5, 4, 4], "stars": "4 / 5"},
+    {"versions": ["3.11.7", "3.12.1", "2.7.18"], "phones": ["512-555-0199", "737-555-0188"]},
 ]
 ORDINARY_YAML = """env:
   - name: DB_USER

@@ -125,10 +125,10 @@ def _is_pin_like(name: str) -> bool:
 
 
 def _assignment_hits(text: str) -> Iterator[SecretHit]:
-    entries = _EntryHalves() if "val" in text or "Val" in text or "VAL" in text else None
+    entries = _EntryHalves()  # pair_slot is cached: a gate on the slot words would cost more than it saves
     for match in _ASSIGNMENT.finditer(text):
         name = match.group("name")
-        if entries is not None and (slot := pair_slot(name)) is not None:
+        if (slot := pair_slot(name)) is not None:
             entries.add(text, match, slot)
         strength = name_strength(name)
         if strength is Strength.NONE:
@@ -154,8 +154,7 @@ def _assignment_hits(text: str) -> Iterator[SecretHit]:
             end = pair.end()  # "creds: postgres / Pr0d-Db-2024": the pair is the credential
         if _credential_value(value, text[end:end + 24], strength, name):
             yield SecretHit(_kind_for(name), start, end)
-    if entries is not None:
-        yield from entries.hits(text)
+    yield from entries.hits(text)
 
 
 # What separates two entries, so that the name of one never names the value of the next: a brace or

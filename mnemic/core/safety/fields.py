@@ -20,7 +20,7 @@ from typing import Any
 from .detector import REDACTED, find_secrets, redact
 from .hits import SecretHit, merge
 from .names import Strength, name_strength
-from .structure import check_nesting, entry_name, names_of
+from .structure import check_nesting, digit_groups, entry_name, names_of
 
 
 class SecretRefusedError(ValueError):
@@ -55,6 +55,10 @@ def _lines(value: Any, names: tuple[str, ...] = (), parent: str | None = None, *
     if isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
             yield from _lines(item, names, parent, identifier=identifier)
+        if (groups := digit_groups(value)) is not None:  # ["4539", "1488", "0343", "6467"]: one card
+            yield groups, False
+            for name in names:
+                yield f"{name}: {groups}", False
         return
     if isinstance(value, bool):
         return
@@ -134,6 +138,10 @@ def _redacted(value: Any, names: tuple[str, ...], parent: str | None, identifier
             kept[new_key] = _redacted(inner, inner_names, below, identifier or _names_an_id(name), kinds)
         return kept
     if isinstance(value, (list, tuple, set, frozenset)):
+        groups = digit_groups(value)
+        if groups is not None and (hits := _hits_in(groups, names, False)):
+            kinds.extend(hit.kind for hit in hits)
+            return [REDACTED] * len(value)  # the groups of one card: each is a part of it
         return [_redacted(item, names, parent, identifier, kinds) for item in value]
     if value is None or isinstance(value, bool):
         return value

@@ -1,5 +1,6 @@
 """Numbers that identify a person or an account: payment cards (Luhn, any separator: spaces,
-dashes, dots; a tab or line break between printed groups), IBANs (mod-97), US SSNs, UK NI numbers,
+dashes, dots; a tab or line break between printed groups; commas, slashes, pipes, colons, quotes
+between printed groups, or between any groups where the text says card), IBANs (mod-97), US SSNs, UK NI numbers,
 Canadian SINs (Luhn), and identity, tax and account numbers named by their context ("my passport
 number is X1234567").
 
@@ -8,6 +9,7 @@ Checksums and issuer prefixes let order numbers, IMEIs, ISBNs, phone numbers and
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -23,6 +25,19 @@ _BREAK = r"(?:[ \t]*[\t\n][ \t]*|[ ]|\r\n)"
 _BROKEN_CARD = re.compile(
     rf"(?<![\w.\-])\d{{4}}(?:(?:{_BREAK}\d{{4}}){{3}}(?:{_BREAK}\d{{3}})?|{_BREAK}\d{{6}}{_BREAK}\d{{4,5}})(?![\w])")
 _ALL_YEARS = re.compile(r"(?:(?:19|20)\d\d\s*)+")
+# A card's groups split by other marks, or by a mark between spaces: "4539,1488,0343,6467",
+# "4539 / 1488 / 0343 / 6467", "3782:822463:10005", a JSON list of the groups. Marks also separate
+# lists of numbers ("4, 8, 15, 16, 23, 42", "40.712776, -74.005974", "1,234,567", "10:30, 11:45"),
+# so the groups must be printed as a card's are (4-4-4-4[-3], 4-6-5, 4-6-4, 4-3-3-3: equal groups of
+# four or more, the last shorter), or the text must say card, and the digits pass Luhn and an issuer
+# prefix as always. Spaces, dashes and dots alone are `_CARD`'s to judge.
+_MARKED_GROUPS = re.compile(
+    r"(?<![\w.\-])\d{1,8}(?:[ \u00a0\u2009,;:|/\\\-.\u2013\u2014_'\"+*~#]{1,5}\d{1,8}){1,18}(?![\w])")
+_PLAIN_SEPARATOR = re.compile(r"[ \-.\u00a0\u2009\u2013/_]{1,2}")
+_PRINTED = frozenset({(4, 6, 5), (4, 6, 4), (4, 3, 3, 3)})
+_SAYS_CARD = re.compile(
+    r"(?i)(?<![a-z])(?:card|visa|master\s?card|amex|american\s+express|discover|maestro|jcb|diners|union\s?pay|"
+    r"credit|debit|kreditkarte|karte|carte|tarjeta|carta|cartão)(?![a-z])")
 _US_SSN = re.compile(r"(?<![\w\-])(?!000|666|9\d\d)\d{3}([\- .])(?!00)\d{2}\1(?!0000)\d{4}(?![\w\-])")
 _UK_NINO = re.compile(
     r"\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\s?\d{2}\s?\d{2}\s?\d{2}\s?[A-D]\b"
@@ -80,6 +95,61 @@ def _card_hits(text: str) -> Iterator[SecretHit]:
                 yield SecretHit("payment_card", match.start(), match.end())
 
 
+def _printed_groups(lengths: list[int]) -> bool:
+    """Digit groups as a card is printed: equal groups of four or more with the last one shorter
+    or equal (4-4-4-4, 4-4-4-4-3, 4-4-4-1, 8-8), or Amex's, Diners' or a 13-digit Visa's grouping."""
+    first = lengths[0]
+    return tuple(lengths) in _PRINTED or (
+        first >= 4 and all(n == first for n in lengths[:-1]) and 1 <= lengths[-1] <= first)
+
+
+def _marked_card_hits(text: str) -> Iterator[SecretHit]:
+    says_card: bool | None = None
+    for match in _MARKED_GROUPS.finditer(text):
+        written = match.group()
+        groups = [(m.start(), m.end()) for m in re.finditer(r"\d+", written)]
+        separators = [written[a[1]:b[0]] for a, b in itertools.pairwise(groups)]
+        if all(_PLAIN_SEPARATOR.fullmatch(sep) for sep in separators) or len(written) - sum(map(len, separators)) < 13:
+            continue  # spaces, dashes, dots: `_CARD` judged it
+        lengths = [end - start for start, end in groups]
+        if says_card is None:
+            says_card = _SAYS_CARD.search(text) is not None
+        for first, last in _card_runs(lengths, says_card):
+            runs = [written[a:b] for a, b in groups[first:last + 1]]
+            if _is_card("".join(runs)) and not all(len(run) == 4 and run[:2] in ("19", "20") for run in runs):
+                yield SecretHit("payment_card", match.start() + groups[first][0], match.start() + groups[last][1])
+                break
+
+
+def _card_runs(lengths: list[int], says_card: bool) -> Iterator[tuple[int, int]]:
+    """The runs of groups (first, last) that may be a card, in `lengths` of digit groups split by marks.
+    Printed groups from the first, whole or but for short groups after them (an expiry, a CVV:
+    "4539,1488,0343,6467,12,27,123"). Where the text says card, also any grouping read whole ("my
+    card: 45,39,14,88,...") and printed groups anywhere ("card 12/27, 4539,1488,0343,6467, 1234").
+    Without that word, trying groups in front or dropping longer ones would try many runs of a list
+    of numbers, each a one-in-twenty chance of passing Luhn and an issuer prefix."""
+    count = len(lengths)
+    total = 0
+    for last, length in enumerate(lengths):
+        total += length
+        if total > 19:
+            break
+        if total >= 13 and _printed_groups(lengths[:last + 1]) and all(n <= 3 for n in lengths[last + 1:]):
+            yield 0, last
+    if not says_card:
+        return
+    if 13 <= sum(lengths) <= 19:
+        yield 0, count - 1
+    for first in range(count):
+        total = 0
+        for last in range(first, count):
+            total += lengths[last]
+            if total > 19:
+                break
+            if total >= 13 and _printed_groups(lengths[first:last + 1]):
+                yield first, last
+
+
 def _is_card(written: str) -> bool:
     digits = "".join(ch for ch in written if ch.isdigit())
     return 13 <= len(digits) <= 19 and _card_issuer(digits) and luhn_valid(digits)
@@ -118,6 +188,7 @@ def _iban_hits(text: str) -> Iterable[SecretHit]:
 def find(text: str, lowered: str, digits: int) -> Iterator[SecretHit]:
     if digits >= 13:
         yield from _card_hits(text)
+        yield from _marked_card_hits(text)
     if digits >= 8:
         yield from _iban_hits(text)
     if digits >= 9:

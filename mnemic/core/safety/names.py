@@ -28,7 +28,7 @@ _STRONG = frozenset(
     senha wachtwoord motdepasse mdp secret secrets token apikey apitoken credential credentials creds
     privkey privatekey secretkey accesskey accesstoken authtoken refreshtoken clientsecret auth
     authorization signature sig salt pin otp cvv cvc cvv2 mnemonic seedphrase sessionid cookie
-    xsrf csrf bearer jwt pat""".split()
+    xsrf csrf bearer jwt pat psk""".split()
 )
 # Words that, written before "key" (or "code"), make it a credential: api key, door code.
 _KEY_QUALIFIERS = frozenset(
@@ -93,14 +93,20 @@ def name_strength(name: str) -> Strength:
 
 
 # A name/value entry gives its value the name it holds: Kubernetes' `{name: DB_PASSWORD, value: X}`,
-# AWS tags and parameters (`Key`/`Value`, `ParameterKey`/`ParameterValue`), HAR headers, form fields.
-_NAME_SLOTS = frozenset({"name", "key", "parametername", "parameterkey", "variable", "var", "envvar", "field",
-                         "fieldname", "label", "header", "headername", "setting", "option"})
-_VALUE_SLOTS = frozenset({"value", "val", "parametervalue", "fieldvalue", "headervalue", "settingvalue",
-                          "optionvalue", "secretvalue", "stringvalue"})
-# A name such an entry holds: one identifier ("DB_PASSWORD", "x-api-key", "/prod/db/password"), not a
-# phrase ("password reset guide" names a document, not a credential).
+# AWS tags and parameters (`Key`/`Value`, `ParameterKey`/`ParameterValue`), HAR headers, form fields,
+# and any entry whose value half is keyed as what it holds (`data`, `content`, `text`, `secret`...).
+_NAME_SLOTS = frozenset({"name", "key", "k", "parametername", "parameterkey", "variable", "var", "envvar", "field",
+                         "fieldname", "label", "header", "headername", "setting", "option", "attribute", "attr",
+                         "property", "prop", "param", "parameter", "secretname", "credentialname"})
+_VALUE_SLOTS = frozenset({"value", "val", "v", "parametervalue", "fieldvalue", "headervalue", "settingvalue",
+                          "optionvalue", "secretvalue", "stringvalue", "data", "content", "contents", "text",
+                          "string", "str", "body", "payload", "secret", "secretstring", "plaintext", "raw"})
+# A name such an entry holds: one identifier ("DB_PASSWORD", "x-api-key", "/prod/db/password"), or a
+# short phrase whose last word names the credential ("API key", "wifi password"), not one whose
+# credential word only qualifies what it names ("password reset guide" names a document).
 _IDENTIFIER = re.compile(r"[A-Za-z_$/][\w.\-/:$]{0,80}")
+_PHRASE = re.compile(r"[A-Za-z][\w\-]{0,30}(?: [A-Za-z][\w\-]{0,30}){1,3}")
+_LAST_WORD_KEYS = frozenset({"key", "pass", "code", "phrase", "words", "answer", "combination", "combo"})
 
 
 @lru_cache(maxsize=4096)
@@ -114,7 +120,13 @@ def pair_name(name: str) -> str | None:
     """`name` as the name of a credential its entry's value holds (its strength is not NONE), in a
     form the assignment rules read as one name; None when it names no credential."""
     bare = name.strip()
-    if not _IDENTIFIER.fullmatch(bare) or name_strength(bare) is Strength.NONE:
+    if _PHRASE.fullmatch(bare):
+        last = bare.rsplit(" ", 1)[-1]
+        if name_strength(last) is Strength.NONE and last.lower() not in _LAST_WORD_KEYS:
+            return None
+    elif not _IDENTIFIER.fullmatch(bare):
+        return None
+    if name_strength(bare) is Strength.NONE:
         return None
     return re.sub(r"[^\w.\-]+", ".", bare).strip(".") or None
 

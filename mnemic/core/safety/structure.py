@@ -93,6 +93,23 @@ def named_values(value: Any, names: tuple[str, ...] = (), parent: str | None = N
         yield from ((name, str(value)) for name in names[1:])
 
 
+def digit_groups(items: Any) -> str | None:
+    """A list of short all-digit items (`["4539", "1488", "0343", "6467"]`) as the one number it
+    may spell, its items joined by commas the way the card rule reads printed groups; None for
+    any other list. Each item alone is too short to be anything."""
+    if not isinstance(items, (list, tuple)) or not 2 <= len(items) <= 19:
+        return None
+    written = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            return None
+        text = str(item)
+        if not (1 <= len(text) <= 8 and text.isascii() and text.isdigit()):
+            return None
+        written.append(text)
+    return ",".join(written) if 13 <= sum(map(len, written)) <= 19 * 2 else None
+
+
 _DECODER = json.JSONDecoder()
 _OPENING = re.compile(r"[{\[](?=\s*[\"{\[])")
 _MAX_ATTEMPTS = 32
@@ -126,5 +143,5 @@ def written_spans(text: str, start: int, end: int, value: str) -> list[tuple[int
     return spans or [(start, end)]
 
 
-__all__ = ["MAX_NESTING", "NestedTooDeeplyError", "as_name", "check_nesting", "entry_name", "json_blocks",
-           "named_values", "names_of", "nesting", "written_spans"]
+__all__ = ["MAX_NESTING", "NestedTooDeeplyError", "as_name", "check_nesting", "digit_groups", "entry_name",
+           "json_blocks", "named_values", "names_of", "nesting", "written_spans"]
