@@ -92,13 +92,14 @@ def test_a_reserved_id_is_refused_on_every_write_path(memory: Memory) -> None:
 
 # Account names another user could register that looked like alice's once Unicode spaces were
 # stripped (U+3000 ideographic space, no-break space, line separator, an ASCII unit separator), or
-# that differ from it only by an invisible character.
-LOOK_ALIKES = ["alice\u3000", "\u00a0alice", "alice\u2028", "alice\x1f", "ali\u200bce", "alice\u2003",
-               # Default-ignorable marks (combining grapheme joiner, variation selectors, Mongolian
-               # free variation selector) and the letters and symbols that render blank (Khmer inherent
-               # vowel, Hangul fillers, Braille blank): each printed exactly like "alice".
-               "alice\u034f", "alice\ufe0f", "alice\U000e0100", "ali\u180bce", "alice\u17b4", "alice\u115f",
-               "alice\u1160", "alice\u3164", "alice\uffa0", "alice\u2800"]
+# that differ from it only by an invisible (format) character: refused on every path.
+LOOK_ALIKES = ["alice\u3000", "\u00a0alice", "alice\u2028", "alice\x1f", "ali\u200bce", "alice\u2003"]
+# Default-ignorable marks (combining grapheme joiner, variation selectors, Mongolian free variation
+# selector) and the letters and symbols that render blank (Khmer inherent vowel, Hangul fillers,
+# Braille blank): each prints exactly like "alice". Refused where a write names a user; an older
+# mnemic stored them, so their owners can still read and erase (below).
+BLANK_LOOK_ALIKES = ["alice\u034f", "alice\ufe0f", "alice\U000e0100", "ali\u180bce", "alice\u17b4", "alice\u115f",
+                     "alice\u1160", "alice\u3164", "alice\uffa0", "alice\u2800"]
 
 
 @pytest.mark.parametrize("look_alike", LOOK_ALIKES)
@@ -117,24 +118,66 @@ def test_an_id_that_only_looks_like_another_users_is_refused_on_every_path(memor
     assert memory.profile("alice").count("\n- ") == 1
 
 
+@pytest.mark.parametrize("look_alike", BLANK_LOOK_ALIKES)
+def test_an_id_that_prints_like_another_users_names_no_new_owner(memory: Memory, look_alike: str) -> None:
+    memory.remember("Alice's bank is Northwind Savings.", user_id="alice")
+    with pytest.raises(ValueError, match="shows nothing"):
+        memory.remember("Mallory's note.", user_id=look_alike)
+    with pytest.raises(ValueError, match="shows nothing"):
+        memory.remember_many(["Mallory's note."], user_id=look_alike)
+    with pytest.raises(ValueError, match="shows nothing"):
+        memory.observe([{"role": "user", "content": "I am Mallory."}], user_id=look_alike)
+    with pytest.raises(ValueError, match="shows nothing"):
+        MnemicStore(memory).put(("memories", look_alike), "k", {"text": "planted"})
+    with pytest.raises(ValueError, match="shows nothing"):
+        memory.runs.begin(group="crew", user_id=look_alike)
+    assert "Northwind" not in tools.search_memory(memory, "bank", user_id=look_alike)
+    memory.drain_writes()
+    assert look_alike not in memory.users()
+
+
+def test_an_owner_an_older_mnemic_stored_with_a_blank_character_can_still_read_and_erase(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Such ids were accepted before they were refused: refusing them on reads too would lock their
+    owners out of their own memories, and out of erasure."""
+    import mnemic.core.intake as intake
+    from mnemic.core.validation import check_user_id
+
+    old = "sam\u3164"
+    with monkeypatch.context() as older_mnemic:
+        older_mnemic.setattr(intake, "check_new_user_id", check_user_id)
+        kept = memory.remember("Sam's home address is 4 Elm Row.", user_id=old)
+        memory.remember("Sam keeps bees.", user_id=old)
+    assert kept is not None
+    assert [m.record.id for m in memory.recall("home address", user_id=old)][:1] == [kept.id]
+    assert len(memory.list(user_id=old)) == 2
+    memory.delete(kept.id)
+    assert memory.forget(user_id=old) == 1
+    assert memory.list(user_id=old) == []
+
+
 def test_ascii_spaces_around_an_id_are_still_the_same_user(memory: Memory) -> None:
     memory.remember("Alice's bank is Northwind Savings.", user_id="  alice\n")
     assert [r.text for r in memory.list(user_id="alice")] == ["Alice's bank is Northwind Savings."]
 
 
-def test_every_default_ignorable_character_is_refused_in_an_id() -> None:
+def test_every_default_ignorable_character_is_refused_in_a_new_id() -> None:
     regex = pytest.importorskip("regex")
-    from mnemic.core.validation import invisible_character
+    from mnemic.core.validation import blank_character, invisible_character
+
+    def refused(value: str) -> bool:
+        return invisible_character(value) is not None or blank_character(value) is not None
 
     ignorable = [chr(c) for c in range(0x110000)
                  if not 0xD800 <= c < 0xE000 and regex.fullmatch(r"\p{Default_Ignorable_Code_Point}", chr(c))]
     assert len(ignorable) > 4000
-    assert [f"U+{ord(ch):04X}" for ch in ignorable if invisible_character(f"al{ch}ice") is None] == []
+    assert [f"U+{ord(ch):04X}" for ch in ignorable if not refused(f"al{ch}ice")] == []
 
 
 # Names people have: combining marks that show (a virama, a vowel sign, an accent), other scripts,
 # emoji. None of them is invisible, so none may be refused as a look-alike.
-NAMES = ["अर्जुन", "প্রিয়া", "张伟", "山田太郎", "محمد", "Ольга", "Zoe\u0301", "José", "ひらがな", "fox🦊", "한국어"]
+NAMES = ["अर्जुन", "প্রিয়া", "张伟", "山田太郎", "محمد", "Ольга", "Zoe\u0301", "José", "ひらがな", "fox🦊", "한국어",
+         "\u2764\ufe0fsam", "\U0001f3f3\ufe0f fan"]  # an emoji as keyboards type it: symbol, variation selector
 
 
 def test_names_in_any_script_are_still_user_ids(memory: Memory) -> None:

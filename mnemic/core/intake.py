@@ -40,6 +40,7 @@ from .validation import (
     check_importance,
     check_metadata,
     check_name,
+    check_new_user_id,
     check_optional_str,
     check_text,
     check_ttl,
@@ -113,7 +114,7 @@ class Intake:
         """The user a write acts for (`owner`), refused with SecretRefusedError when the id is a
         credential: checked before anything is journaled or queued, as remember() refuses it, so
         no path acknowledges a write whose owner would be refused later, in the background."""
-        owner = self.owner(user_id)
+        owner = self.anonymous_user_id if user_id is None else check_new_user_id(user_id)
         self.refuse_secret_fields(f"this {call}", user_id=owner)
         return owner
 

@@ -40,6 +40,7 @@ from .validation import (
     check_ids,
     check_items,
     check_limit,
+    check_new_user_id,
     check_text,
     check_user_id,
     scrub,
@@ -312,7 +313,7 @@ class LessonStore:
         `source`, `categories`, `importance` and `private` keep their memory meaning (a private
         lesson is recalled only with its own `source`).
         """
-        owner = check_user_id(user_id)
+        owner = check_new_user_id(user_id)
         check_flag(background, name="background")
         if place.step is None:
             raise ValueError("lessons are learned at one step: give LessonPlace(flow, step)")

@@ -46,7 +46,15 @@ from .safety import secret_fields, sensitive_category
 from .scopes import ROOT, normalise_scope
 from .stats import WriteStats
 from .store import ChromaStore
-from .validation import check_items, check_name, check_optional_str, check_text, check_ttl, check_user_id
+from .validation import (
+    check_items,
+    check_name,
+    check_new_user_id,
+    check_optional_str,
+    check_text,
+    check_ttl,
+    check_user_id,
+)
 
 log = logging.getLogger("mnemic.notes")
 
@@ -197,7 +205,7 @@ class NoteStore:
         """
         self._gate.check()
         policy = self._policy.require_writes("a note write")
-        owner = check_user_id(user_id)
+        owner = check_new_user_id(user_id)
         if not isinstance(key, str) or not key:
             raise TypeError(f"a note key is a non-empty string, got {key!r}")
         check_optional_str(key, name="key", max_chars=MAX_KEY_CHARS)

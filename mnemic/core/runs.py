@@ -37,7 +37,7 @@ from .records import one_line
 from .safety import SecretRefusedError, redact_data, secret_fields
 from .store.chroma import StoredRow
 from .store.runs import RunCollection
-from .validation import check_user_id
+from .validation import check_new_user_id, check_user_id
 
 log = logging.getLogger("mnemic.runs")
 
@@ -201,9 +201,9 @@ class RunLog:
         """Record the start of a run (with `steps` already done, e.g. those a replay reuses).
         Secrets are redacted from its inputs, meta and steps; `verbatim` is as in `record_step`."""
         group = _check_group(group)
-        owner = check_user_id(user_id) if user_id is not None else None
+        owner = check_new_user_id(user_id) if user_id is not None else None
         run_id = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex
-        _refuse_secret_labels("this run", group=group, kind=kind, run_id=run_id,
+        _refuse_secret_labels("this run", group=group, kind=kind, run_id=run_id, user_id=owner,
                               **{f"steps[{s.index}].step_id": s.step_id for s in steps})
         now = time.time()
         described = self._without_secrets({"group_name": group_name, "inputs": dict(inputs or {}),
