@@ -480,6 +480,20 @@ def test_a_secret_user_id_is_refused_up_front_on_every_write_path(
     assert USER_TOKEN.encode() not in store_bytes(tmp_path)
 
 
+def test_a_secret_user_id_is_refused_by_runs_and_never_logged_by_the_langgraph_store(
+        mem: Memory, caplog: pytest.LogCaptureFixture) -> None:
+    # A crew kicked off with a credential as user_id stored it as its run's owner; the store's
+    # refusal of an item filed under it quoted the namespace, credential and all, in its warning.
+    from mnemic.integrations.langgraph import MnemicStore
+
+    with pytest.raises(SecretRefusedError, match="user_id"):
+        mem.runs.begin(group="crew", user_id=USER_TOKEN)
+    with caplog.at_level("DEBUG", logger="mnemic"):
+        MnemicStore(mem).put(("memories", USER_TOKEN), "seat", {"text": "Prefers window seats."})
+    assert "did not store" in caplog.text and USER_TOKEN not in caplog.text
+    assert mem.runs.runs() == []
+
+
 def test_a_failed_queued_write_names_its_user_without_quoting_the_id(
         mem: Memory, caplog: pytest.LogCaptureFixture) -> None:
     # The description of a failed background write goes to the log and into BackgroundWriteError:

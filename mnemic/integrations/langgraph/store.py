@@ -363,8 +363,10 @@ class MnemicStore(BaseStore):
         reason = "policy" if isinstance(exc, PolicyError) else "refused value"
         self.refused[reason] += 1
         level = logging.WARNING if self.refused[reason] == 1 else logging.DEBUG
-        log.log(level, "MnemicStore did not store %r in %s: %s (further puts refused for this reason are "
-                "logged at debug level; on_refused='raise' raises instead)", key, namespace, exc)
+        # Neither the key nor the namespace is quoted: a namespace holds a user id, and either may
+        # be the very credential the put was refused for.
+        log.log(level, "MnemicStore did not store an item (a namespace of %d labels): %s (further puts refused for "
+                "this reason are logged at debug level; on_refused='raise' raises instead)", len(namespace), exc)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
