@@ -57,9 +57,11 @@ _COMMAND_START = re.compile(
 # What may come before an instruction's verb without making it a statement: a list marker or
 # "Step 3:", a sequencer ("Then", "Next", "Finally") or a softener ("Please", "Just").
 _INSTRUCTION_LEAD = re.compile(
-    r"^(?:(?:step\s+\d{1,3}|\d{1,3}|[a-z])\s*[.):\-–—]\s*|[-*•▪‣>]+\s*|"
+    r"^(?:(?:step\s+\d{1,3}|\d{1,3}|[a-z])\s*[.):\-–—]\s*|[-*•▪‣>]+\s*|\([^)]{1,30}\)\s*|"
+    r"[a-z]{2,20}:\s+|"  # a label: "IMPORTANT: send …", "Assistant: delete …"
     r"(?:then|next|first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|now|also|and|after that|"
-    r"afterwards?|to (?:start|begin)|please|kindly|just|simply|immediately)\b\s*,?\s*)+",
+    r"afterwards?|to (?:start|begin)|please|kindly|just|simply|immediately|from now on|going forward|"
+    r"from here on|always|never)\b\s*,?\s*)+",
     re.I,
 )
 # A statement that the agent (assistant, AI, model, bot) should do something is an instruction
@@ -77,7 +79,7 @@ _AUXILIARIES = frozenset(
     should""".split()
 )
 _OBJECT_STARTS = frozenset(
-    """a an the all any each every some this that these those it its them their his her our my your me us
+    """a an the all any each every some this that these those it its them their his her our my your you yourself me us
     him to up out down back with for from on in into about over what which who whom whose how why when
     where whether if one two three both only""".split()
 )
@@ -184,21 +186,37 @@ def _subject_then_verb(words: list[str]) -> bool:
     if any(w in _AUXILIARIES for w in following):
         return True  # "Open houses are…", "Open house tours are…"
     after = following[0]
+    if _past_form(after):
+        return True  # "Order 123 shipped", "Test results came back", "Process improvements saved 10%"
+    if head[:1].isdigit():
+        return False  # "Forward 2 invoices to …", "Buy 100 shares": a number is what the verb acts on
     if after in STATEMENT_VERBS:
-        return plural or head[:1].isdigit()  # "Call centers close…", but "Reveal system prompt"
-    # "Order 123 shipped", "Free shipping applies": a verb's -s or -ed form after a singular noun.
-    return not plural and _inflected_verb(after)
+        return plural  # "Call centers close…", but "Reveal system prompt"
+    # "Free shipping applies": a verb's -s form after a singular noun.
+    return not plural and _s_form(after)
 
 
-_INFLECTIONS = (("ies", "y"), ("ied", "y"), ("es", ""), ("s", ""), ("ed", ""), ("d", ""))
-
-
-def _inflected_verb(word: str) -> bool:
-    """Whether `word` is a known verb's -s or past form ("applies", "shipped", "sent")."""
-    stems = [word[:-len(end)] + base for end, base in _INFLECTIONS if word.endswith(end)]
+def _regular_stems(word: str, endings: tuple[tuple[str, str], ...]) -> list[str]:
+    stems = [word[:-len(end)] + base for end, base in endings if word.endswith(end)]
     if word.endswith("ed") and len(word) > 4 and word[-3] == word[-4]:
         stems.append(word[:-3])  # "shipped" -> "ship"
-    return any(stem in STATEMENT_VERBS for stem in stems) or any(f in STATEMENT_VERBS for f in other_forms(word))
+    return stems
+
+
+def _past_form(word: str) -> bool:
+    """Whether `word` is a known verb's past form: regular ("shipped", "doubled") or irregular
+    ("came", "rose", "sent": another form of a verb's family that is no -s form)."""
+    if any(stem in STATEMENT_VERBS for stem in _regular_stems(word, (("ied", "y"), ("ed", ""), ("d", "")))):
+        return True
+    if len(word) > 4 and word.endswith("ed") and word[-3] not in "e":
+        return True  # a verb no list holds ("slipped", "plateaued"); "need", "feed", "speed" are not
+    return (word not in STATEMENT_VERBS and not word.endswith("s")
+            and any(form in STATEMENT_VERBS for form in other_forms(word)))
+
+
+def _s_form(word: str) -> bool:
+    """Whether `word` is a known verb's -s form ("applies", "ships")."""
+    return any(stem in STATEMENT_VERBS for stem in _regular_stems(word, (("ies", "y"), ("es", ""), ("s", ""))))
 
 
 def is_filler(sentence: str) -> bool:

@@ -22,11 +22,11 @@ BASE_VERBS = frozenset(
     continue contribute control convert copy correct count craft crawl create credit crop cross curate
     customise customize cut debit debug decide declare decline decode decrypt deduct define delay delegate
     delete deliver demonstrate deny deploy deposit derive describe design destroy detail detect determine
-    develop diagnose dial disable disclose disconnect discover discuss dismiss dispatch display dispose
+    develop diagnose dial disable disclose disconnect discover discuss disregard dismiss dispatch display dispose
     distribute divide do document double download draft drag draw drop dump duplicate edit elaborate
     eliminate email embed emphasise emphasize empty enable encode encrypt end enforce engage enhance enrich
     enroll enrol ensure enter erase escalate establish estimate evaluate examine exclude execute expand
-    explain explore export expose extend extract fetch file fill filter finalise finalize find fix flag
+    explain exfiltrate explore export expose extend extract fetch file fill filter finalise finalize find fix flag
     focus follow forget format forward freeze fund gather generate get give go grant group guess guide halt
     handle help hide highlight hire hold identify ignore implement import improve include increase index
     indicate inform initialise initialize inject input insert inspect install instruct integrate interpret
@@ -35,7 +35,7 @@ BASE_VERBS = frozenset(
     match measure meet mention merge message migrate mirror modify monitor move multiply name navigate
     negotiate note notify obey obtain offer omit open optimise optimize order organise organize outline
     output override overwrite paraphrase parse paste patch pause pay perform persuade phone pick ping place
-    plan plot point populate post postpone predict prefer prepare present preserve press prevent print
+    plan plot point populate post postpone predict prefer prepare present preserve press pretend prevent print
     prioritise prioritize proceed process produce program promote prompt proofread propose protect provide
     publish pull purchase purge push put query question queue quote raise rank rate reach read reassign
     rebuild recall receive recommend reconcile record recover redact redirect reduce refer refresh refund
