@@ -130,6 +130,24 @@ def test_only_the_answer_the_guardrail_accepted_is_learned(store: Memory, as_lis
     assert [r.text for r in store.list(user_id="acme")] == [RIGHT]
 
 
+def test_an_answer_the_guardrail_rewrote_is_learned_as_rewritten(store: Memory) -> None:
+    """A guardrail may accept an answer it changed (a phone number taken out): the task's output
+    is the rewritten answer, and so is what the task teaches."""
+    said = "The customer's contact phone is 555 0199 and the warehouse is in Rotterdam."
+    llm = ScriptedLLM(responder=lambda prompt: final(said), extraction="Sure!")  # rules extract
+
+    def without_phone(output):  # type: ignore[no-untyped-def]
+        return True, RIGHT
+
+    agent = Agent(role="Logistics Clerk", goal="Keep delivery records", backstory="Careful.", llm=llm)
+    task = Task(description="Find the customer's warehouse city.", expected_output="The city.", agent=agent,
+                guardrail=without_phone)
+    crew = Crew(agents=[agent], tasks=[task], memory=CrewMemory(store), name="logistics")
+    assert crew.kickoff(inputs={"user_id": "acme"}).raw == RIGHT
+    store.drain_writes()
+    assert [r.text for r in store.list(user_id="acme")] == [RIGHT]
+
+
 def test_natively_async_kickoffs_learn_only_the_accepted_answer_too(store: Memory) -> None:
     crew = guarded_crew(CrewMemory(store), [WRONG, RIGHT], [False, True], as_list=False)
     assert asyncio.run(crew.akickoff(inputs={"user_id": "acme"})).raw == RIGHT

@@ -63,7 +63,9 @@ class Kickoff:
         return str(value) if value else None
 
 
-Write = Callable[[], None]
+# A held write, given the answer the task's guardrails accepted (CrewAI's TaskOutput): a
+# guardrail may return the answer rewritten, and that is what the task teaches.
+Write = Callable[[Any], None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,13 +184,13 @@ def hold_until_step_passes(write: Write) -> bool:
     return True
 
 
-def _write_held(step: Step) -> None:
+def _write_held(step: Step, output: Any) -> None:
     attempt = task_attempt(step.task)
     accepted = [write for when, write in step.held if when == attempt]
     step.held.clear()
     for write in accepted:
         try:
-            write()
+            write(output)
         except HookAborted:
             raise
         except Exception:
@@ -268,9 +270,12 @@ def _on_post_step(ctx: Any) -> None:
             kind == "flow_method" and step.flow is not None and step.flow is getattr(ctx, "flow", None)
             and step.method == getattr(ctx, "step_name", None)
         ):
-            _steps.set(stack[:index])
-            # CrewAI dispatches a task's POST_STEP only after its guardrails accepted an answer.
-            _write_held(step)
+            try:
+                # CrewAI dispatches a task's POST_STEP only after its guardrails accepted an answer;
+                # written while the step is still current, so the turn is read as the task's.
+                _write_held(step, getattr(ctx, "output", None))
+            finally:
+                _steps.set(stack[:index])
             break
     return None
 

@@ -53,7 +53,7 @@ from .convert import (
 )
 from .identity import DetachedStorage, install_storage_factory, marker, marker_config, register_live
 from .lessons import DEFAULT_LESSON_SOURCES, CrewLessons
-from .task_turn import task_turn
+from .task_turn import task_turn, with_result
 from .users import UserBinding
 
 log = logging.getLogger("mnemic.crewai")
@@ -316,9 +316,15 @@ class CrewMemory(Memory):
         kick = context.current_crew_kickoff() or context.current_kickoff()
         session, scope = (kick.kickoff_id if kick else None), self.scope_path(None)
 
-        def learn() -> None:
-            self._mnemic.observe(turn.messages, user_id=user, session_id=session, scope=scope,
-                                 metadata=turn.provenance, task=turn.task, agent_llm=turn.agent_llm)
+        def learn(accepted: Any = None) -> None:
+            # The answer the guardrails accepted, which one may have rewritten (a phone number
+            # taken out, say): that, not the agent's first words, is what the task teaches.
+            raw = getattr(accepted, "raw", None)
+            taught = turn
+            if isinstance(raw, str) and raw.strip():
+                taught = task_turn(with_result(content, raw), user_key=self._users.key)
+            self._mnemic.observe(taught.messages, user_id=user, session_id=session, scope=scope,
+                                 metadata=taught.provenance, task=taught.task, agent_llm=taught.agent_llm)
 
         # CrewAI calls this before the task's guardrails judge the answer: inside a task, what it
         # teaches waits until the task passes them (a rejected answer or a failed task teaches nothing).

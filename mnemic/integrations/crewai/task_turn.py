@@ -53,6 +53,13 @@ class TaskTurn:
     after_work: bool = True  # the text CrewAI writes after a task or kickoff; False: any other text
 
 
+def with_result(content: str, result: str) -> str:
+    """`content` (what CrewAI hands `extract_memories` after a task) with its result replaced: the
+    answer a guardrail rewrote is what the task teaches. Unchanged when `content` has no result."""
+    blob = _TASK_BLOB.match(content) or _KICKOFF_BLOB.match(content)
+    return content if blob is None else content[:blob.start("result")] + result
+
+
 def final_answer(text: str) -> str:
     """What the model said: the text after the last "Final Answer:", never a "Thought:" line."""
     found = list(_FINAL_ANSWER.finditer(text))
@@ -153,4 +160,4 @@ def task_turn(content: str, *, user_key: str) -> TaskTurn:
                     agent_llm=_llm_of(agent))
 
 
-__all__ = ["TaskTurn", "final_answer", "task_turn", "template_of"]
+__all__ = ["TaskTurn", "final_answer", "task_turn", "template_of", "with_result"]
