@@ -242,3 +242,14 @@ def test_erasing_a_replacement_leaves_no_quote_of_it_in_the_fact_it_retired(stor
         assert all("zqx" not in (h.reason or "").lower() for h in memory.history(old_id))
         assert copies(store_path, "zqx") == {}
     assert copies(store_path, "zqx") == {}
+
+
+def test_a_deleted_records_trigrams_leave_chromas_full_text_index(store_path: Path) -> None:
+    """Chroma indexes every document by trigrams in FTS5; a delete left the trigrams in older
+    segments ("zqx" of "Zqxdenver"), even with no other write after it."""
+    with Memory(store_path, embedder=HashEmbedder()) as memory:
+        memory.remember("Alice likes tea.", user_id="alice")
+        doomed = memory.remember("Qwv Zqxdenver keeps a kayak.", user_id="alice")
+        assert doomed is not None and copies(store_path, "zqx")
+        memory.delete(doomed.id)
+        assert copies(store_path, "zqx", "xde") == {}

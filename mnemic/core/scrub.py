@@ -8,7 +8,8 @@ words in older FTS5 segments. So after every erasure (`forget`, `delete`, knowle
 
 1. rebuilds a collection that still exists and whose write log holds an erased record (a fresh
    collection has a fresh log; a dropped collection's log is dropped with it);
-2. VACUUMs `chroma.sqlite3` (the file is rewritten without free space);
+2. merges the segments of Chroma's full-text (trigram) index, which keep a deleted document's
+   trigrams, and VACUUMs `chroma.sqlite3` (the file is rewritten without free space);
 3. zeroes the unused room of saved HNSW files, which hnswlib saves uninitialised (it held other
    collections' texts from the process heap in tests);
 4. merges the keyword index's segments, rewrites the local database and truncates its WAL.

@@ -245,6 +245,24 @@ def vacuum(chroma_path: Path) -> None:
     connection = sqlite3.connect(database, timeout=30, isolation_level=None)
     try:
         connection.execute("PRAGMA busy_timeout = 30000")
+        _merge_full_text_segments(connection)
         connection.execute("VACUUM")
     finally:
         connection.close()
+
+
+# Chroma's trigram index of every document: a deleted document's trigrams stay in its older FTS5
+# segments ("zqx" of "Zqxdenver" outlived the record's delete) until the segments are merged.
+_FULL_TEXT_TABLE = "embedding_fulltext_search"
+
+
+def _merge_full_text_segments(connection: sqlite3.Connection) -> None:
+    present = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                 (_FULL_TEXT_TABLE,)).fetchone()
+    if present is None:
+        return
+    try:
+        connection.execute(f"INSERT INTO {_FULL_TEXT_TABLE}({_FULL_TEXT_TABLE}) VALUES ('optimize')")
+    except sqlite3.OperationalError as exc:  # an SQLite without FTS5's trigram tokenizer cannot open it
+        log.warning("could not merge Chroma's full-text index, so an erased text's trigrams may stay in "
+                    "chroma.sqlite3 until Chroma merges it: %s", exc)
