@@ -18,11 +18,11 @@ import pytest
 
 pytest.importorskip("crewai")
 
-from crewai import Agent, Crew, Task
+from crewai import Agent, Crew, Process, Task
 from crewai.flow.flow import Flow, start
 from crewai.flow.human_feedback import human_feedback
 from crewai.hooks.dispatch import HookAborted
-from crewai_helpers import ScriptedFeedback, ScriptedLLM, final
+from crewai_helpers import ScriptedFeedback, ScriptedLLM, action, final
 from pydantic import BaseModel
 
 from mnemic import Memory
@@ -146,6 +146,30 @@ def test_an_answer_the_guardrail_rewrote_is_learned_as_rewritten(store: Memory) 
     assert crew.kickoff(inputs={"user_id": "acme"}).raw == RIGHT
     store.drain_writes()
     assert [r.text for r in store.list(user_id="acme")] == [RIGHT]
+
+
+def test_work_delegated_within_a_task_is_learned_as_the_coworkers_own(store: Memory) -> None:
+    """A coworker's answer is held with the task it was delegated from, and written when that task
+    passes: as the coworker said it, not replaced by the task's accepted answer."""
+    said: list[str] = []
+
+    def manager(prompt: str) -> str:
+        said.append(prompt)
+        if len(said) > 1:
+            return final("The warehouse is in Bergen and ships on Mondays.")
+        return action("Delegate work to coworker", task="Find the warehouse city", context="customer acme",
+                      coworker="Logistics Clerk")
+
+    worker = Agent(role="Logistics Clerk", goal="Keep records", backstory="Careful.",
+                   llm=ScriptedLLM(responder=lambda prompt: final("The warehouse is in Bergen."), extraction="Sure!"))
+    task = Task(description="Find the customer's warehouse city.", expected_output="The city.")
+    crew = Crew(agents=[worker], tasks=[task], process=Process.hierarchical, memory=CrewMemory(store),
+                manager_llm=ScriptedLLM(responder=manager, extraction="Sure!"), name="logistics")
+    crew.kickoff(inputs={"user_id": "acme"})
+    store.drain_writes()
+    learned = {r.text: r.metadata.get("agent_role") for r in store.list(user_id="acme")}
+    assert learned == {"The warehouse is in Bergen.": "Logistics Clerk",
+                       "The warehouse is in Bergen and ships on Mondays.": "Crew Manager"}
 
 
 def test_natively_async_kickoffs_learn_only_the_accepted_answer_too(store: Memory) -> None:

@@ -319,9 +319,11 @@ class CrewMemory(Memory):
         def learn(accepted: Any = None) -> None:
             # The answer the guardrails accepted, which one may have rewritten (a phone number
             # taken out, say): that, not the agent's first words, is what the task teaches.
-            raw = getattr(accepted, "raw", None)
+            # Only for this task's own turn: a coworker's answer to work delegated within the task
+            # is held with it, and stays the coworker's.
+            raw, description = getattr(accepted, "raw", None), getattr(accepted, "description", None)
             taught = turn
-            if isinstance(raw, str) and raw.strip():
+            if isinstance(raw, str) and raw.strip() and content.startswith(f"Task: {description}\n"):
                 taught = task_turn(with_result(content, raw), user_key=self._users.key)
             self._mnemic.observe(taught.messages, user_id=user, session_id=session, scope=scope,
                                  metadata=taught.provenance, task=taught.task, agent_llm=taught.agent_llm)
