@@ -28,6 +28,7 @@ from .validation import (
     MAX_SOURCE_CHARS,
     check_categories,
     check_erasure_scope,
+    check_flag,
     check_ids,
     check_importance,
     check_metadata,
@@ -125,9 +126,7 @@ class RecordChanges:
         if importance is not None:
             changes["importance"] = check_importance(importance)
         if private is not None:
-            if not isinstance(private, bool):
-                raise TypeError("private must be True or False")
-            changes["private"] = private
+            changes["private"] = check_flag(private, name="private")
         if source is not UNSET:
             changes["source"] = check_optional_str(source, name="source", max_chars=MAX_SOURCE_CHARS)
         if metadata is not None:

@@ -58,7 +58,7 @@ from .ranking import RecallWeights
 from .scrub import Scrubber
 from .store import StoredRow
 from .store.knowledge import KnowledgeCollection
-from .validation import check_clean, check_items, check_limit, check_min_score, check_text, scrub
+from .validation import check_clean, check_flag, check_items, check_limit, check_min_score, check_text, scrub
 
 log = logging.getLogger("mnemic")
 
@@ -129,8 +129,7 @@ class KnowledgeStore:
         holds (the same words, whitespace aside) adds nothing.
         """
         self._gate.check()
-        if not isinstance(verbatim, bool):
-            raise TypeError("verbatim must be True or False")
+        check_flag(verbatim, name="verbatim")
         origin = check_source(source)
         actor = check_actor(added_by)
         callback = check_progress(progress)

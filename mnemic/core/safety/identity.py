@@ -128,26 +128,26 @@ def _card_runs(lengths: list[int], says_card: bool) -> Iterator[tuple[int, int]]
     card: 45,39,14,88,...") and printed groups anywhere ("card 12/27, 4539,1488,0343,6467, 1234").
     Without that word, trying groups in front or dropping longer ones would try many runs of a list
     of numbers, each a one-in-twenty chance of passing Luhn and an issuer prefix."""
-    count = len(lengths)
-    total = 0
-    for last, length in enumerate(lengths):
-        total += length
-        if total > 19:
-            break
-        if total >= 13 and _printed_groups(lengths[:last + 1]) and all(n <= 3 for n in lengths[last + 1:]):
+    for last in _printed_ends(lengths, 0):
+        if all(n <= 3 for n in lengths[last + 1:]):
             yield 0, last
     if not says_card:
         return
     if 13 <= sum(lengths) <= 19:
-        yield 0, count - 1
-    for first in range(count):
-        total = 0
-        for last in range(first, count):
-            total += lengths[last]
-            if total > 19:
-                break
-            if total >= 13 and _printed_groups(lengths[first:last + 1]):
-                yield first, last
+        yield 0, len(lengths) - 1
+    for first in range(len(lengths)):
+        yield from ((first, last) for last in _printed_ends(lengths, first))
+
+
+def _printed_ends(lengths: list[int], first: int) -> Iterator[int]:
+    """Each `last` such that the groups first..last hold 13-19 digits printed as a card's are."""
+    total = 0
+    for last in range(first, len(lengths)):
+        total += lengths[last]
+        if total > 19:
+            return
+        if total >= 13 and _printed_groups(lengths[first:last + 1]):
+            yield last
 
 
 def _is_card(written: str) -> bool:
